@@ -216,6 +216,9 @@ class Component:
     """A component chosen by name, with its options (validated later against the plugin's config class).
 
     YAML: ``estimator: grpo`` or ``estimator: {name: grpo, norm_adv_by_std: false}``.
+
+    :ivar name: the registered component's name.
+    :ivar options: its options, validated by the config class its plugin declared (written flat beside ``name``).
     """
 
     name: str
@@ -235,6 +238,10 @@ class EnvChoice:
     """One env (or variant) in the rollout mix: ``{name: sokoban, groups: 6, options: {dim_room: [8, 8]}}``.
 
     ``groups`` is its share of ``rollout.env_groups`` (None: the groups left over, split evenly).
+
+    :ivar name: an env or variant name (``ragen envs`` lists them).
+    :ivar groups: how many of the step's groups run this env (None: an even share of the groups left over).
+    :ivar options: env options over the variant's parameters (see the env's options in docs/config.md).
     """
 
     name: str
@@ -256,6 +263,35 @@ class RolloutConfig:
     message). ``max_context_tokens`` caps a prompt: the oldest whole turns are dropped (counted in
     ``rollout/context_truncated``). ``reward_norm``/``reward_norm_by`` normalise trajectory scores before the
     estimator (identity, mean, mean_std, asym_clip; by group, variant or batch).
+
+    :ivar env_groups: env groups per training step (RAGEN's ``es_manager.train.env_groups``).
+    :ivar group_size: trajectories per group; all of a group reset with the same seed, so start from the same state.
+    :ivar max_turn: most assistant turns per trajectory.
+    :ivar max_actions_per_turn: most actions executed per turn; further ones in the answer are ignored.
+    :ivar action_sep: separator between the actions of one answer.
+    :ivar seed_train: base of the training reset seeds: group ``i`` of step ``s`` resets with
+        ``seed_train + (s - 1) * env_groups + i``.
+    :ivar seed_val: base of the validation seeds: group ``i`` resets with ``seed_val + i`` at every validation.
+    :ivar val_env_groups: env groups per validation.
+    :ivar val_group_size: trajectories per validation group (pass@k uses k = this size).
+    :ivar context_mode: ``full``, ``limited_multi_turn`` or ``single_turn`` (see above).
+    :ivar window: turns held in each ``limited_multi_turn`` sample, the current one included.
+    :ivar max_context_tokens: cap on prompt plus response budget, in tokens; the oldest whole turns are dropped to
+        fit (None: no cap).
+    :ivar max_new_tokens: response budget per turn, in tokens (also stated to the model in every user message).
+    :ivar think: ask for ``<think>…</think>`` before ``<answer>…</answer>`` (False: the answer only).
+    :ivar temperature: sampling temperature of training rollouts (0: greedy).
+    :ivar top_p: nucleus sampling mass of training rollouts (1: off).
+    :ivar top_k: top-k sampling of training rollouts (0: off).
+    :ivar val_temperature: sampling temperature of validation rollouts (0: greedy).
+    :ivar format_penalty: added to a turn's score when the response does not match the format, has no valid
+        action, or names an unknown action (RAGEN: -0.1).
+    :ivar use_turn_scores: place each turn's reward on the last token of that turn instead of the trajectory score
+        on the last generated token.
+    :ivar reward_norm: score normalisation before the estimator: ``identity``, ``mean`` (x - mean), ``mean_std``
+        ((x - mean) / (std + 1e-6), 0 when std is 0) or ``asym_clip`` (mean_std clipped to [-1, 3]).
+    :ivar reward_norm_by: the buckets ``reward_norm`` works in: ``group``, env ``variant`` or the whole ``batch``.
+    :ivar env_workers: threads running env calls in parallel (1: in the rollout thread).
     """
 
     env_groups: int = attrs.field(default=8, validator=_positive)
@@ -286,7 +322,12 @@ class RolloutConfig:
 @attrs.define
 class PluginsConfig:
     """Plugin selection. ``disable``: plugin names to block; ``required``: ``name`` or ``name>=1.2`` (plugin or
-    distribution name with a PEP 440 specifier) that must be present; ``trace``: log every hook call."""
+    distribution name with a PEP 440 specifier) that must be present; ``trace``: log every hook call.
+
+    :ivar disable: plugin (entry-point) names to block; ``RAGEN_DISABLE_PLUGINS=a,b`` adds to them.
+    :ivar required: plugins or distributions that must be loaded, optionally with a version (``my-dist>=1.2``).
+    :ivar trace: log every hook call and result at debug level (also ``RAGEN_TRACE_HOOKS=1``).
+    """
 
     disable: list[str] = attrs.field(factory=list)
     required: list[str] = attrs.field(factory=list)
@@ -295,7 +336,16 @@ class PluginsConfig:
 
 @attrs.define
 class RunConfig:
-    """Run bookkeeping: name, output directory, global seed, logging."""
+    """Run bookkeeping: name, output directory, global seed, logging.
+
+    :ivar name: run name; the run directory is ``<output_dir>/<name>-<mode>-<YYYYmmdd-HHMMSS>`` unless ``--run-dir``
+        is given.
+    :ivar output_dir: folder that holds the run directories.
+    :ivar seed: global seed (model initialisation and sampling, scripted policies, warm-start demonstrations).
+    :ivar log_format: ``console`` (readable lines), ``json`` (one JSON object per line) or ``auto`` (console on a
+        terminal, JSON otherwise).
+    :ivar log_level: the lowest level logged: ``debug``, ``info``, ``warning`` or ``error``.
+    """
 
     name: str = "ragen"
     output_dir: str = "runs"
@@ -306,7 +356,21 @@ class RunConfig:
 
 @attrs.define
 class RagenConfig:
-    """The whole configuration. Component sections hold raw options until :func:`resolve_config`."""
+    """The whole configuration. Component sections hold raw options until :func:`resolve_config`.
+
+    :ivar run: run bookkeeping (name, output folder, seed, logging).
+    :ivar plugins: which plugins load.
+    :ivar envs: the training env mix, each with its share of ``rollout.env_groups``; ``env: NAME`` is shorthand for
+        a mix of one.
+    :ivar val_envs: the validation env mix (None: the same envs as ``envs``).
+    :ivar variants: env variants declared in the config, by name: ``{env: BASE, params: {...}, instruction: ...,
+        description: ...}``; usable wherever an env name is.
+    :ivar rollout: shape of the rollouts, prompts, sampling and score normalisation.
+    :ivar filter: the rollout filter: ``filter: top_p`` or ``filter: {name: top_p, value: 0.9}``.
+    :ivar estimator: the advantage estimator and its options.
+    :ivar diagnostics: diagnostics computed on the unfiltered batch: names or ``{name: ..., option: ...}``.
+    :ivar trainer: the trainer and its options.
+    """
 
     run: RunConfig = attrs.field(factory=RunConfig)
     plugins: PluginsConfig = attrs.field(factory=PluginsConfig)

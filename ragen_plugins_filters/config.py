@@ -103,14 +103,26 @@ _bool = attrs.validators.instance_of(bool)
 
 @attrs.frozen(kw_only=True)
 class NoFilterConfig:
-    """Options of ``none`` (keeps every group): ``metric`` only decides what ``rollout/filter_zero_count`` counts."""
+    """Options of ``none`` (keeps every group): ``metric`` only decides what ``rollout/filter_zero_count`` counts.
+
+    :ivar metric: the per-group score whose zeros ``rollout/filter_zero_count`` counts (see the module docstring).
+    """
 
     metric: Metric = attrs.field(default="reward_variance", validator=_OneOf(METRICS))
 
 
 @attrs.frozen(kw_only=True)
 class SelectionConfig:
-    """Options shared by the selecting filters (see the module docstring)."""
+    """Options shared by the selecting filters (see the module docstring).
+
+    :ivar metric: the per-group score to rank by: ``reward_variance`` (unbiased std of the trajectory scores),
+        ``reward`` (mean), ``reward_sum``, ``entropy`` (mean of the trajectories' mean token entropy),
+        ``entropy_variance`` (its unbiased std) or ``length`` (mean generated tokens).
+    :ivar order: ``largest`` keeps the highest scores, ``smallest`` the lowest.
+    :ivar include_zero: False first drops every group whose score is 0 (``<= 1e-10`` in absolute value).
+    :ivar loss_scale: multiply the policy loss by 1 (``none``), the kept ratio (``linear``) or its square root
+        (``sqrt``); reported as ``rollout/filter_loss_scale``.
+    """
 
     metric: Metric = attrs.field(default="reward_variance", validator=_OneOf(METRICS))
     order: Order = attrs.field(default="largest", validator=_OneOf(ORDERS))
@@ -138,6 +150,8 @@ class TopKConfig(SelectionConfig):
     """``top_k``: keep ``int(value × number of groups)`` groups (at least 1), ``value`` in (0, 1].
 
     Default 0.25: StarPO-S's "top 25% of groups by reward std".
+
+    :ivar value: the share of the groups to keep, in (0, 1].
     """
 
     value: float = attrs.field(default=0.25, validator=_unit_interval)
@@ -145,7 +159,10 @@ class TopKConfig(SelectionConfig):
 
 @attrs.frozen(kw_only=True)
 class TopKAbsConfig(SelectionConfig):
-    """``top_k_abs``: keep ``int(value)`` groups, ``value >= 1`` (default 2: a quarter of RAGEN's 8 groups)."""
+    """``top_k_abs``: keep ``int(value)`` groups, ``value >= 1`` (default 2: a quarter of RAGEN's 8 groups).
+
+    :ivar value: how many groups to keep (the integer part), at least 1.
+    """
 
     value: float = attrs.field(default=2.0, validator=_at_least_one)
 
@@ -155,6 +172,9 @@ class MinPConfig(SelectionConfig):
     """``min_p``: keep groups scoring ``>= value × max`` (``smallest``: ``<= min / value``), ``value`` in (0, 1].
 
     Default 0.5.
+
+    :ivar value: the fraction of the best score a group must reach (``smallest``: the worst score divided by it),
+        in (0, 1].
     """
 
     value: float = attrs.field(default=0.5, validator=_unit_interval)

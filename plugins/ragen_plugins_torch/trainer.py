@@ -41,7 +41,51 @@ def _nonneg(_i: Any, a: Any, v: Any) -> None:
 
 @attrs.define
 class TorchTrainerConfig:
-    """Options of the native trainer (RAGEN's defaults where they exist; tiny CPU models need larger lrs)."""
+    """Options of the native trainer (RAGEN's defaults where they exist; tiny CPU models need larger lrs).
+
+    :ivar model: a Hugging Face causal-LM folder or hub id, a checkpoint's ``actor/`` folder, or a built-in name:
+        ``tiny`` (0.7M-parameter Qwen2 built offline) or ``smollm2-135m`` (SmolLM2-135M-Instruct).
+    :ivar steps: training steps (each: rollout, filter, estimator, update).
+    :ivar actor_lr: AdamW learning rate of the policy.
+    :ivar critic_lr: AdamW learning rate of the critic (estimators that need one: ``gae``, ``bilevel_gae``).
+    :ivar ppo_epochs: passes over each step's samples.
+    :ivar mini_batch_size: samples per optimiser step.
+    :ivar micro_batch_size: samples per forward/backward pass (gradients accumulate up to the mini-batch); must
+        divide ``mini_batch_size``.
+    :ivar clip_low: PPO ratio clip below 1: the ratio is clipped to ``[1 - clip_low, 1 + clip_high]``.
+    :ivar clip_high: PPO ratio clip above 1 (decoupled, DAPO's clip-higher).
+    :ivar dual_clip: dual-clip constant ``c``: for negative advantages the loss is capped at ``-c * A`` (None: off).
+    :ivar entropy_coeff: weight of the entropy bonus subtracted from the policy loss.
+    :ivar use_kl_loss: add a KL loss to a frozen copy of ``model`` (the reference; loaded once more).
+    :ivar kl_coeff: weight of the KL loss.
+    :ivar kl_estimator: per-token KL estimate: ``k1`` (log-ratio), ``k2`` (half squared log-ratio), ``k3`` or
+        ``low_var_kl`` (``(r - 1) - log r``, clamped to [-10, 10]).
+    :ivar loss_agg: loss aggregation: ``token-mean`` (every token weighs the same; PPO), ``seq-mean-token-mean``
+        (mean per sequence, then over sequences; GRPO) or ``seq-mean-token-sum`` (sum per sequence; Dr.GRPO).
+    :ivar grad_clip: gradient norm clip of the actor and the critic.
+    :ivar value_clip: clip of the value change in the critic loss (None: off).
+    :ivar val_every: validate every this many steps (0: only at step 0 and after the last step).
+    :ivar save_every: write a checkpoint every this many steps and after the last one (0: none, except when the run
+        stops early).
+    :ivar keep_last: checkpoints kept; older ones are deleted.
+    :ivar device: ``auto`` (``cuda`` when available, else ``cpu``) or a torch device string.
+    :ivar dtype: ``auto`` (bfloat16 on a GPU, float32 on the CPU), ``float32`` or ``bfloat16``.
+    :ivar gradient_checkpointing: trade compute for memory in the forward pass.
+    :ivar lora_rank: train LoRA adapters of this rank on every linear layer (alpha = 2 x rank; needs ``peft``);
+        checkpoints hold the merged model. 0: full fine-tuning.
+    :ivar warm_start_steps: supervised steps on format demonstrations before RL (0: none).
+    :ivar warm_start_lr: learning rate of the warm-start.
+    :ivar warm_start_batch: demonstrations per warm-start step.
+    :ivar warm_start_groups: demonstration trajectories generated for the warm-start (one per group, seeds apart from
+        training's).
+    :ivar max_empty_steps: stop the run after this many consecutive steps with nothing left after filtering.
+    :ivar batch_adjust: after filtering, ``duplicate`` random samples or ``trim`` the last ones to a multiple of
+        ``mini_batch_size``; ``none`` keeps the batch (the last mini-batch is then smaller).
+    :ivar early_stop: let the diagnostics plugin stop the run on a reward-std collapse or a validation success below
+        1% (RAGEN's rules).
+    :ivar generation_batch: most sequences sampled in one ``generate`` call.
+    :ivar diagnostics_every: compute the configured diagnostics at step 1 and every this many steps.
+    """
 
     model: str = "tiny"
     steps: int = attrs.field(default=30, validator=_pos)

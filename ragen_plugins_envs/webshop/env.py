@@ -109,6 +109,7 @@ class WebShopConfig:
     :ivar show_attrs: add WebShop's ``Attributes`` sub-page to item pages.
     :ivar human_goals: WebShop files: use the human instructions when present (else the synthetic ones).
     :ivar split: ``all`` goals, or the ``train`` / held-out ``test`` part (``test_fraction`` of them).
+    :ivar test_fraction: the share of the goals held out as the ``test`` split.
     """
 
     catalog: str = attrs.field(default="generated", validator=_catalog_source)
