@@ -382,6 +382,7 @@ class RagenConfig:
     estimator: Component = attrs.field(factory=lambda: Component(name="gae"))
     diagnostics: list[Component] = attrs.field(factory=list)
     trainer: Component = attrs.field(factory=lambda: Component(name="torch"))
+    sinks: list[Component] = attrs.field(factory=list)
 
     @classmethod
     def __ragen_structure__(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -398,8 +399,9 @@ class RagenConfig:
         for key in ("filter", "estimator", "trainer"):
             if isinstance(data.get(key), str):
                 data[key] = {"name": data[key]}
-        if isinstance(data.get("diagnostics"), list):
-            data["diagnostics"] = [{"name": d} if isinstance(d, str) else d for d in data["diagnostics"]]
+        for key in ("diagnostics", "sinks"):
+            if isinstance(data.get(key), list):
+                data[key] = [{"name": d} if isinstance(d, str) else d for d in data[key]]
         return data
 
 
@@ -556,6 +558,7 @@ class ResolvedConfig:
     trainer: Any = None
     diagnostics: list[tuple[str, Any]] = attrs.field(factory=list)
     problems: list[str] = attrs.field(factory=list)
+    sinks: list[tuple[str, Any]] = attrs.field(factory=list)
 
     def to_data(self) -> dict[str, Any]:
         """The resolved config with every default filled in, as plain data."""
@@ -565,6 +568,7 @@ class ResolvedConfig:
             resolved = getattr(self, key)
             data[key] = {"name": comp.name, **(unstructure(resolved) if resolved is not None else comp.options)}
         data["diagnostics"] = [{"name": n, **unstructure(c)} for n, c in self.diagnostics]
+        data["sinks"] = [{"name": n, **unstructure(c)} for n, c in self.sinks]
         data["envs"] = [{"name": n, "groups": g, "options": o} for n, g, o in self.env_plan]
         data["val_envs"] = [{"name": n, "groups": g, "options": o} for n, g, o in self.val_env_plan]
         return data
@@ -598,7 +602,7 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
     Variants declared under ``variants:`` are added to ``registries.envs`` first. Envs are always checked. With
     ``strict=False``, a filter/estimator/trainer/diagnostic that is not installed is left unresolved and reported in
     ``problems`` instead of raising (invalid options still raise), and failed cross-field checks are reported in
-    ``problems`` too.
+    ``problems`` too. Sinks are always checked: an unknown sink, or one whose packages are missing, raises.
     """
     problems: list[str] = []
     for name, spec in config.variants.items():
@@ -655,6 +659,15 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
         made = component(registries.diagnostics, comp, f"diagnostics[{i}]")
         if made is not None:
             resolved.diagnostics.append((comp.name, made))
+    for i, comp in enumerate(config.sinks):
+        try:
+            spec = registries.sinks.get(comp.name)
+        except RagenError as exc:
+            raise ConfigError(f"sinks[{i}]: {exc.message}", hint=exc.hint) from None
+        if spec.missing():
+            raise ConfigError(f"sinks[{i}]: sink {comp.name!r} needs {', '.join(spec.missing())}, which is not "
+                              f"installed", hint=spec.install_hint or None)
+        resolved.sinks.append((comp.name, spec.make_config(comp.options, path=f"sinks[{i}]")))
     if pm is not None and not problems:
         found = [p for result in pm.hook.ragen_check_config(config=resolved, registries=registries)
                  for p in (result or [])]

@@ -46,9 +46,11 @@ class RunContext:
         return self.pm.hook
 
     def write_metrics(self, step: int, metrics: dict[str, float]) -> None:
-        """Append one JSON line ``{"step": step, **metrics}`` to ``metrics.jsonl``."""
+        """Append one JSON line ``{"step": step, **metrics}`` to ``metrics.jsonl``, then call ``ragen_on_metrics``
+        (the metric sinks)."""
         with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"step": step, **metrics}, sort_keys=True) + "\n")
+        self.pm.hook.ragen_on_metrics(run=self, step=step, metrics=dict(metrics))
 
     def step_context(self, step: int, batch: RolloutBatch | None = None) -> StepContext:
         """A new :class:`StepContext` for ``step``."""

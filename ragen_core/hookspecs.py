@@ -110,6 +110,21 @@ def ragen_register_trainers(registry: Registry[Any]) -> None:
 
 
 @hookspec
+def ragen_register_sinks(registry: Registry[Any]) -> None:
+    """Register metric sinks: where metrics records go besides ``metrics.jsonl`` (TensorBoard, W&B, a console table).
+
+    Called once per plugin manager when the registries are collected, plugin by plugin.
+
+    :param registry: the sink registry; ``registry.register("tensorboard", "pkg.mod:TBSink", config=...,
+        requires=("tensorboard",), install_hint="pip install 'ragen[tensorboard]'")``. Selected with
+        ``sinks: [tensorboard, {name: console, every: 5}]``; a selected sink whose ``requires`` modules are not
+        installed is a config error before the run starts. The ``sinks`` plugin shipped with ragen builds and drives
+        the selected sinks (``Sink(config)`` with ``open(run)``, ``write(step, metrics)``, ``close(status)``).
+    :returns: nothing. Not firstresult.
+    """
+
+
+@hookspec
 def ragen_register_commands(cli: click.Group) -> None:
     """Add sub-commands to the ``ragen`` command line.
 
@@ -184,6 +199,22 @@ def ragen_on_step_end(ctx: StepContext) -> None:
     :param ctx: the :class:`~ragen_core.context.StepContext`; ``ctx.metrics`` is complete. Setting
         ``ctx.stop_reason`` to a sentence asks the run to stop after this step.
     :returns: nothing. Not firstresult.
+    """
+
+
+@hookspec
+def ragen_on_metrics(run: RunContext, step: int, metrics: dict[str, float]) -> None:
+    """A metrics record was appended to ``metrics.jsonl`` (metric sinks forward it).
+
+    Called by :meth:`~ragen_core.context.RunContext.write_metrics` right after the line is written: once per step
+    (after ``ragen_on_step_end``) and for records outside the step loop (warm-start and the initial validation at
+    step 0, evaluation results).
+
+    :param run: the :class:`~ragen_core.context.RunContext`.
+    :param step: the step of the record (0 before the first step; several records may share a step).
+    :param metrics: the record, metric name to finite float (a copy: changing it changes nothing).
+    :returns: nothing. Not firstresult. An exception fails the run, so an implementation that may fail should
+        catch its own errors (the ``sinks`` plugin warns once and switches the failing sink off).
     """
 
 

@@ -38,6 +38,7 @@ REGISTRATION_HOOKS = {
     "ragen_register_estimators": "estimators",
     "ragen_register_diagnostics": "diagnostics",
     "ragen_register_trainers": "trainers",
+    "ragen_register_sinks": "sinks",
 }
 
 

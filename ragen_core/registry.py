@@ -33,6 +33,7 @@ __all__ = [
     "NoOptions",
     "Registries",
     "Registry",
+    "SinkSpec",
     "TrainerSpec",
     "load_object",
     "suggest",
@@ -218,6 +219,25 @@ class TrainerSpec(ComponentSpec):
         return importlib.resources.files(package).joinpath(rel)
 
 
+@attrs.frozen(kw_only=True)
+class SinkSpec(ComponentSpec):
+    """A metric sink. ``requires``: modules it imports, checked (not imported) before a run starts; a missing one
+    is a config error showing ``install_hint``."""
+
+    kind: ClassVar[str] = "sink"
+    requires: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    install_hint: str = ""
+
+    def missing(self) -> list[str]:
+        """The ``requires`` modules that are not installed."""
+        import importlib.util
+
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "requires": list(self.requires), "install_hint": self.install_hint}
+
+
 S = TypeVar("S", bound=ComponentSpec)
 
 
@@ -378,11 +398,12 @@ class Registries:
     estimators: Registry[EstimatorSpec] = attrs.field(factory=lambda: Registry(EstimatorSpec))
     diagnostics: Registry[DiagnosticSpec] = attrs.field(factory=lambda: Registry(DiagnosticSpec))
     trainers: Registry[TrainerSpec] = attrs.field(factory=lambda: Registry(TrainerSpec))
+    sinks: Registry[SinkSpec] = attrs.field(factory=lambda: Registry(SinkSpec))
 
     def all(self) -> dict[str, Registry[Any]]:
         """The registries by kind name (``envs``, ``filters``, ...)."""
         return {"envs": self.envs, "filters": self.filters, "estimators": self.estimators,
-                "diagnostics": self.diagnostics, "trainers": self.trainers}
+                "diagnostics": self.diagnostics, "trainers": self.trainers, "sinks": self.sinks}
 
     def by_plugin(self) -> dict[str, list[Any]]:
         """Specs grouped by owning plugin name."""
