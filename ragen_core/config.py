@@ -370,6 +370,8 @@ class RagenConfig:
     :ivar estimator: the advantage estimator and its options.
     :ivar diagnostics: diagnostics computed on the unfiltered batch: names or ``{name: ..., option: ...}``.
     :ivar trainer: the trainer and its options.
+    :ivar sinks: metric sinks besides ``metrics.jsonl``: names or ``{name: tensorboard, option: ...}`` (the sinks
+        plugin's ``tensorboard``, ``wandb``, ``console``; see docs/training.md).
     """
 
     run: RunConfig = attrs.field(factory=RunConfig)
