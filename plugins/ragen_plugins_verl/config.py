@@ -63,6 +63,44 @@ class VerlTrainerConfig:
     multiple of ``rollout.group_size``. ``micro_batch_size`` is per GPU. ``verl_overrides`` are raw Hydra
     overrides of veRL's config (``"actor_rollout_ref.rollout.max_num_seqs=64"``) applied last and still validated
     by veRL.
+
+    :ivar model: a Hugging Face model folder or hub id (``tiny`` and ``smollm2-135m`` are built by the torch plugin).
+    :ivar steps: training steps (veRL's ``trainer.total_training_steps``).
+    :ivar actor_lr: learning rate of the policy.
+    :ivar critic_lr: learning rate of the critic (estimators that need one).
+    :ivar ppo_epochs: passes over each step's samples.
+    :ivar mini_batch_size: trajectories per optimiser step; a multiple of ``rollout.group_size``.
+    :ivar micro_batch_size: sequences per forward/backward pass on each GPU.
+    :ivar clip_low: PPO ratio clip below 1 (veRL's ``clip_ratio_low``).
+    :ivar clip_high: PPO ratio clip above 1 (veRL's ``clip_ratio_high``).
+    :ivar dual_clip: dual-clip constant, > 1 (veRL's ``clip_ratio_c``; this trainer refuses null).
+    :ivar entropy_coeff: weight of the entropy bonus.
+    :ivar use_kl_loss: add a KL loss to the reference model.
+    :ivar kl_coeff: weight of the KL loss.
+    :ivar kl_estimator: per-token KL estimate (veRL's ``kl_loss_type``).
+    :ivar loss_agg: loss aggregation (veRL's ``loss_agg_mode``).
+    :ivar grad_clip: gradient norm clip.
+    :ivar value_clip: clip of the value change in the critic loss (null uses veRL's 0.5).
+    :ivar val_every: validate every this many steps (0: never; veRL's ``test_freq``).
+    :ivar save_every: checkpoint every this many steps (0: never; veRL's ``save_freq``).
+    :ivar keep_last: checkpoints kept (actor and critic).
+    :ivar diagnostics_every: compute the configured diagnostics every this many steps.
+    :ivar gradient_checkpointing: gradient checkpointing of the actor and the critic.
+    :ivar n_gpus_per_node: GPUs used on each node.
+    :ivar nnodes: nodes of the Ray cluster.
+    :ivar rollout_backend: the inference engine that samples rollouts: ``vllm`` or ``sglang``.
+    :ivar gpu_memory_utilization: share of GPU memory the inference engine may take.
+    :ivar tensor_parallel_size: tensor-parallel degree of the inference engine.
+    :ivar param_offload: FSDP parameter offloading to the CPU (actor and critic).
+    :ivar optimizer_offload: FSDP optimizer-state offloading to the CPU (actor and critic).
+    :ivar dtype: dtype of the inference engine.
+    :ivar max_prompt_length: longest first prompt in tokens (veRL's ``data.max_prompt_length``).
+    :ivar max_response_length: longest multi-turn response in tokens, observations included
+        (veRL's ``data.max_response_length``).
+    :ivar export_hf: at the end, export the last actor as a Hugging Face folder at ``checkpoints/step_N/actor``.
+    :ivar project_name: veRL's ``trainer.project_name`` (the W&B project when veRL logs there).
+    :ivar logger: veRL's own loggers (``console``, ``wandb``, ...); ragen's ``metrics.jsonl`` is written anyway.
+    :ivar verl_overrides: raw Hydra overrides of veRL's config, applied last.
     """
 
     model: str = "Qwen/Qwen2.5-0.5B-Instruct"
