@@ -1,7 +1,8 @@
 """The ``ragen`` command line.
 
-Built-in commands: ``plugins``, ``envs``, ``config show``, ``play``, ``rollout``, ``train`` and ``eval``; plugins add
-more through ``ragen_register_commands``. Errors from bad input (config, plugins, unknown names) print as one line
+Built-in commands: ``plugins``, ``envs``, ``config show``, ``play``, ``rollout``, ``train`` and ``eval`` (the trainer's
+validation, unless a plugin provides ``eval``: ``ragen_plugins_eval`` does); plugins add more through
+``ragen_register_commands``. Errors from bad input (config, plugins, unknown names) print as one line
 plus a hint, never a traceback; the exit status is 2 for a bad config and 1 otherwise.
 """
 
@@ -17,7 +18,7 @@ import click
 from ragen_core import __version__
 from ragen_core.errors import ConfigError, PluginLoadError, RagenError
 
-__all__ = ["build_cli", "main"]
+__all__ = ["build_cli", "main", "run_trainer", "split_args"]
 
 
 class _Group(click.Group):
@@ -31,7 +32,7 @@ class _Group(click.Group):
             ctx.exit(2 if isinstance(exc, ConfigError) else 1)
 
 
-def _split_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
+def split_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
     """Separate an optional config path from ``key=value`` overrides."""
     path = None
     overrides = []
@@ -50,7 +51,7 @@ def _setup(args: tuple[str, ...], *, strict: bool = True) -> tuple[Any, Any, Any
     from ragen_core.log import configure_logging
     from ragen_core.plugins import build_plugin_manager, collect_registries
 
-    path, overrides = _split_args(args)
+    path, overrides = split_args(args)
     config = load_config(path, overrides)
     configure_logging(config.run.log_format, config.run.log_level)
     pm = build_plugin_manager(config)
@@ -150,11 +151,11 @@ def build_cli(pm: Any = None) -> click.Group:
         result = execute(run, lambda r: run_scripted(r, policy=policy, steps=steps))
         _print_summary(run.run_dir, result)
 
-    for mode in ("train", "eval"):
-        _add_trainer_command(cli, mode)
-
+    _add_trainer_command(cli, "train")
     if pm is not None:
         pm.hook.ragen_register_commands(cli=cli)
+    if "eval" not in cli.commands:  # the trainer's validation, unless a plugin (ragen_plugins_eval) provides eval
+        _add_trainer_command(cli, "eval")
     return cli
 
 
@@ -165,42 +166,48 @@ def _add_trainer_command(cli: click.Group, mode: str) -> None:
     @click.option("--resume", type=click.Path(file_okay=False), default=None,
                   help="Continue the run in this directory from its latest checkpoint.")
     def command(args: tuple[str, ...], run_dir: str | None, resume: str | None) -> None:
-        from ragen_core.config import load_config, resolve_config
-        from ragen_core.log import configure_logging
-        from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
-        from ragen_core.runner import execute, start_run
-
-        path, overrides = _split_args(args)
-        checkpoint = None
-        if resume is not None:
-            checkpoint = _latest_checkpoint(Path(resume))
-            path, run_dir = path or str(Path(resume) / "config.yaml"), resume
-        config = load_config(path, overrides)
-        pm = build_plugin_manager(config)
-        registries = collect_registries(pm)
-        if not len(registries.trainers):
-            raise RagenError(f"cannot {mode}: no trainer is installed",
-                             hint="install a trainer plugin, e.g. pip install -e '.[torch]' (native) or '.[verl]'")
-        try:
-            spec = registries.trainers.get(config.trainer.name)
-        except RagenError as exc:
-            raise ConfigError(f"trainer: {exc.message}", hint=exc.hint) from None
-        if path is None and getattr(spec, "preset", ""):
-            config = load_config(spec.preset_path(), overrides)  # the trainer's embedded default
-            pm = build_plugin_manager(config)
-            registries = collect_registries(pm)
-        configure_logging(config.run.log_format, config.run.log_level)
-        resolved = resolve_config(config, registries, pm, strict=True)
-        trainer = load_component_class(registries.trainers.get(config.trainer.name))(resolved.trainer)
-        run = start_run(resolved, registries, pm, mode, run_dir)
-        if checkpoint is not None:
-            run.state["resume_checkpoint"] = str(checkpoint)
-        result = execute(run, getattr(trainer, "train" if mode == "train" else "evaluate"))
-        _print_summary(run.run_dir, result)
+        run_trainer(mode, args, run_dir, resume)
 
     command.__doc__ = (f"{'Train' if mode == 'train' else 'Evaluate'} with the trainer named in config: "
                        f"ragen {mode} [CONFIG] [key=value ...]. Without CONFIG, the trainer's embedded preset.")
     command.help = command.__doc__
+
+
+def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, resume: str | None = None) -> None:
+    """``train(run)`` (mode ``train``) or ``evaluate(run)`` (``eval``) of the trainer named in the config, in a new run
+    directory or continuing ``resume`` from its latest checkpoint; prints the summary."""
+    from ragen_core.config import load_config, resolve_config
+    from ragen_core.log import configure_logging
+    from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
+    from ragen_core.runner import execute, start_run
+
+    path, overrides = split_args(args)
+    checkpoint = None
+    if resume is not None:
+        checkpoint = _latest_checkpoint(Path(resume))
+        path, run_dir = path or str(Path(resume) / "config.yaml"), resume
+    config = load_config(path, overrides)
+    pm = build_plugin_manager(config)
+    registries = collect_registries(pm)
+    if not len(registries.trainers):
+        raise RagenError(f"cannot {mode}: no trainer is installed",
+                         hint="install a trainer plugin, e.g. pip install -e '.[torch]' (native) or '.[verl]'")
+    try:
+        spec = registries.trainers.get(config.trainer.name)
+    except RagenError as exc:
+        raise ConfigError(f"trainer: {exc.message}", hint=exc.hint) from None
+    if path is None and getattr(spec, "preset", ""):
+        config = load_config(spec.preset_path(), overrides)  # the trainer's embedded default
+        pm = build_plugin_manager(config)
+        registries = collect_registries(pm)
+    configure_logging(config.run.log_format, config.run.log_level)
+    resolved = resolve_config(config, registries, pm, strict=True)
+    trainer = load_component_class(registries.trainers.get(config.trainer.name))(resolved.trainer)
+    run = start_run(resolved, registries, pm, mode, run_dir)
+    if checkpoint is not None:
+        run.state["resume_checkpoint"] = str(checkpoint)
+    result = execute(run, getattr(trainer, "train" if mode == "train" else "evaluate"))
+    _print_summary(run.run_dir, result)
 
 
 def _latest_checkpoint(run_dir: Path) -> Path:

@@ -110,6 +110,22 @@ def ragen_register_trainers(registry: Registry[Any]) -> None:
 
 
 @hookspec
+def ragen_register_policies(registry: Registry[Any]) -> None:
+    """Register policy backends: what ``ragen eval --model MODEL`` samples from (a local model, an HTTP endpoint).
+
+    Called once per plugin manager when the registries are collected, plugin by plugin.
+
+    :param registry: the policy-backend registry; ``registry.register("hf", "pkg.mod:HFBackend",
+        config="pkg.mod:HFBackendConfig", schemes=("path",))``. ``Backend(config)`` must be a
+        :class:`~ragen_core.rollout.Policy` (``tokenizer`` with a chat template, ``generate(requests)``); the
+        config class needs a ``model: str`` field. ``schemes`` are the URL schemes (``"http"``) or ``"path"``
+        (local paths and names) it serves when ``--backend`` is not given. Constructing it should fail with a
+        :class:`~ragen_core.errors.RagenError` when the model is missing or the endpoint does not answer.
+    :returns: nothing. Not firstresult.
+    """
+
+
+@hookspec
 def ragen_register_sinks(registry: Registry[Any]) -> None:
     """Register metric sinks: where metrics records go besides ``metrics.jsonl`` (TensorBoard, W&B, a console table).
 
@@ -131,7 +147,9 @@ def ragen_register_commands(cli: click.Group) -> None:
     Called once when the ``ragen`` CLI starts, before it parses its arguments.
 
     :param cli: the root :class:`click.Group`; add commands with ``@cli.command()``. Command names must not clash
-        with built-in ones (``plugins``, ``envs``, ``config``, ``play``, ``rollout``, ``train``, ``eval``).
+        with built-in ones (``plugins``, ``envs``, ``config``, ``play``, ``rollout``, ``train``). ``eval`` is added
+        by the core after this hook, as the trainer's validation, only when no plugin registered it (the ``eval``
+        plugin registers a standalone one).
     :returns: nothing. Not firstresult.
     """
 

@@ -39,6 +39,7 @@ REGISTRATION_HOOKS = {
     "ragen_register_diagnostics": "diagnostics",
     "ragen_register_trainers": "trainers",
     "ragen_register_sinks": "sinks",
+    "ragen_register_policies": "policies",
 }
 
 

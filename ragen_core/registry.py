@@ -31,6 +31,7 @@ __all__ = [
     "EstimatorSpec",
     "FilterSpec",
     "NoOptions",
+    "PolicySpec",
     "Registries",
     "Registry",
     "SinkSpec",
@@ -220,6 +221,23 @@ class TrainerSpec(ComponentSpec):
 
 
 @attrs.frozen(kw_only=True)
+class PolicySpec(ComponentSpec):
+    """A policy backend for ``ragen eval``: ``Backend(config)`` is a :class:`~ragen_core.rollout.Policy` (a
+    ``tokenizer`` and ``generate(requests)``); its config class has a ``model`` field (a path, name or URL).
+
+    :ivar schemes: the model strings it serves when ``--backend`` is not given: URL schemes (``"http"``) or
+        ``"path"`` for local paths and model names.
+    """
+
+    kind: ClassVar[str] = "policy backend"
+    schemes: tuple[str, ...] = ()
+    install_hint: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "schemes": list(self.schemes), "install_hint": self.install_hint}
+
+
+@attrs.frozen(kw_only=True)
 class SinkSpec(ComponentSpec):
     """A metric sink. ``requires``: modules it imports, checked (not imported) before a run starts; a missing one
     is a config error showing ``install_hint``."""
@@ -399,11 +417,13 @@ class Registries:
     diagnostics: Registry[DiagnosticSpec] = attrs.field(factory=lambda: Registry(DiagnosticSpec))
     trainers: Registry[TrainerSpec] = attrs.field(factory=lambda: Registry(TrainerSpec))
     sinks: Registry[SinkSpec] = attrs.field(factory=lambda: Registry(SinkSpec))
+    policies: Registry[PolicySpec] = attrs.field(factory=lambda: Registry(PolicySpec))
 
     def all(self) -> dict[str, Registry[Any]]:
         """The registries by kind name (``envs``, ``filters``, ...)."""
         return {"envs": self.envs, "filters": self.filters, "estimators": self.estimators,
-                "diagnostics": self.diagnostics, "trainers": self.trainers, "sinks": self.sinks}
+                "diagnostics": self.diagnostics, "trainers": self.trainers, "sinks": self.sinks,
+                "policies": self.policies}
 
     def by_plugin(self) -> dict[str, list[Any]]:
         """Specs grouped by owning plugin name."""
