@@ -16,6 +16,7 @@ from ragen_core.batching import build_samples
 from ragen_core.chat import ChatCodec
 from ragen_core.rollout import GenerationRequest, GenerationResult, make_episodes, run_lockstep
 
+from .forward import masked_logprobs
 from .policy import pad_right
 
 __all__ = ["DemoPolicy", "demonstration_samples", "warm_start"]
@@ -84,7 +85,7 @@ def warm_start(policy: Any, samples: list[Any], *, steps: int, lr: float, batch_
         ids = pad_right([s.input_ids for s in chunk], policy.pad_id, torch.long).to(policy.device)
         attn = pad_right([[1] * len(s.input_ids) for s in chunk], 0, torch.long).to(policy.device)
         mask = pad_right([s.response_mask for s in chunk], 0, torch.float32).to(policy.device)[:, 1:]
-        logp, _ = policy.forward_logprobs(ids, attn)
+        logp, _ = masked_logprobs(model, ids, attn, mask > 0)
         loss = -(logp * mask).sum() / mask.sum().clamp(min=1.0)
         opt.zero_grad()
         loss.backward()

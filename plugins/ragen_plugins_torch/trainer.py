@@ -341,9 +341,12 @@ class TorchTrainer:
         }
 
     def _forward(self, model: Any, t: dict[str, Any], temperature: float) -> tuple[Any, Any]:
-        """Log-probs and entropies aligned to token positions (``[:, t]`` is about token ``t``; column 0 is 0)."""
+        """Log-probs and entropies aligned to token positions (``[:, t]`` is about token ``t``; column 0 is 0), computed
+        at response tokens only (0 elsewhere: everything downstream is masked)."""
+        from .forward import masked_logprobs
+
         torch = self.torch
-        logp, ent = self.policy.forward_logprobs(t["ids"], t["attn"], temperature=temperature, model=model)
+        logp, ent = masked_logprobs(model, t["ids"], t["attn"], t["mask"][:, 1:] > 0, temperature)
         zero = torch.zeros_like(logp[:, :1])
         return torch.cat([zero, logp], 1), torch.cat([zero, ent], 1)
 

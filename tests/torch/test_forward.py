@@ -1,0 +1,92 @@
+"""The masked training forward equals the full one where it matters: values and gradients."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from plugins.ragen_plugins_torch.forward import full_logprobs, masked_logprobs, supports_masked_head  # noqa: E402
+
+VOCAB = 97
+
+
+@pytest.fixture(scope="module")
+def model():
+    config = transformers.Qwen2Config(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                      tie_word_embeddings=True, pad_token_id=0)
+    torch.manual_seed(0)
+    return transformers.Qwen2ForCausalLM(config).eval()
+
+
+def _batch(data, lengths):
+    width = max(lengths)
+    ids = torch.zeros((len(lengths), width), dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    pos = torch.zeros((len(lengths), width - 1), dtype=torch.bool)
+    for i, n in enumerate(lengths):
+        ids[i, :n] = torch.tensor(data.draw(st.lists(st.integers(1, VOCAB - 1), min_size=n, max_size=n)))
+        attn[i, :n] = 1
+        for t in range(n - 1):
+            pos[i, t] = data.draw(st.booleans())
+    return ids, attn, pos
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), lengths=st.lists(st.integers(2, 40), min_size=1, max_size=4),
+       temperature=st.sampled_from([1.0, 0.7]))
+def test_masked_equals_full_at_the_selected_positions(model, data, lengths, temperature) -> None:
+    ids, attn, pos = _batch(data, lengths)
+    with torch.no_grad():
+        want_lp, want_ent = full_logprobs(model, ids, attn, temperature)
+        lp, ent = masked_logprobs(model, ids, attn, pos, temperature)
+    torch.testing.assert_close(lp, want_lp * pos, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ent, want_ent * pos, atol=1e-5, rtol=1e-5)
+    assert (lp[~pos] == 0).all() and (ent[~pos] == 0).all()
+
+
+def test_gradients_equal_the_full_computation(model) -> None:
+    torch.manual_seed(1)
+    ids = torch.randint(1, VOCAB, (3, 30))
+    attn = torch.ones_like(ids)
+    attn[2, 20:] = 0
+    pos = torch.rand(3, 29) < 0.3
+    pos[2, 19:] = False
+    weights = torch.randn(3, 29)
+    grads = []
+    for fn in (lambda: full_logprobs(model, ids, attn), lambda: masked_logprobs(model, ids, attn, pos)):
+        model.zero_grad()
+        lp, ent = fn()
+        ((lp * weights * pos).sum() + 0.1 * (ent * pos).sum()).backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and grads[0]
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_models_with_logit_transforms_take_the_plain_path(model) -> None:
+    assert supports_masked_head(model)
+
+    class Softcapped(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+            self.config = type("C", (), {"final_logit_softcapping": 30.0})()
+
+        def forward(self, **kw):
+            out = self.inner(**kw)
+            out.logits = 30.0 * torch.tanh(out.logits / 30.0)
+            return out
+
+    capped = Softcapped()
+    assert not supports_masked_head(capped)
+    ids = torch.randint(1, VOCAB, (2, 12))
+    attn = torch.ones_like(ids)
+    pos = torch.ones(2, 11, dtype=torch.bool)
+    with torch.no_grad():
+        torch.testing.assert_close(masked_logprobs(capped, ids, attn, pos)[0], full_logprobs(capped, ids, attn)[0])
