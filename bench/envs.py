@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -77,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['env']:32s} {r['resets_per_s']:12,.0f} {r['steps_per_s']:12,.0f}")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"python": sys.version.split()[0], "rows": rows}, indent=2))
+    load = os.getloadavg()
+    print(f"load avg {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+    command = "python bench/envs.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    out.write_text(json.dumps({"bench": "envs", "command": command, "python": sys.version.split()[0],
+                               "load_avg_1_5_15": list(load),
+                               "cpu_count": os.cpu_count(), "seconds": args.seconds, "rows": rows}, indent=2))
     print(f"wrote {out}")
     return 0
 
