@@ -48,6 +48,7 @@ bench: setup
 
 docs: setup
 	$(PY) -m ragen_core.hookref > docs/hooks.md
+	$(PY) scripts/gen_docs.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

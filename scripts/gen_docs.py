@@ -1,0 +1,847 @@
+#!/usr/bin/env python3
+"""Generate the reference pages of ``docs/`` from the code: ``config.md`` and ``envs.md``.
+
+::
+
+    python scripts/gen_docs.py            # rewrite docs/config.md and docs/envs.md
+    python scripts/gen_docs.py --check    # exit 1, naming the stale pages, when they are out of date
+    make docs                             # the same as the first, plus docs/hooks.md
+
+``config.md`` is read off the attrs config classes: the core sections (:mod:`ragen_core.config`) and the options
+class of every registered component — key, type, default, the validator's range where it can be read, and the
+field's doc (attrs field metadata ``doc``/``help``, else the class docstring's ``:ivar name:`` line).
+
+``envs.md`` is the env catalogue: per env its rules (the short guide below, :data:`ENV_GUIDE`), valid actions,
+default options, variants, and the first prompt of seed 0 exactly as the core's prompt builder
+(:mod:`ragen_core.chat`) renders it.
+
+Only the plugins of the ``ragen`` distribution itself are loaded, so a third-party plugin installed on the machine
+does not change the pages. The output is deterministic: sorted, no timestamps, no absolute paths.
+``tests/docs/test_docs_sync.py`` regenerates both pages and compares them with the committed files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import enum
+import importlib.metadata as md
+import inspect
+import re
+import sys
+import textwrap
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import attrs
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+REGENERATE = "make docs (or: python scripts/gen_docs.py)"
+
+
+class DocsUnavailable(RuntimeError):
+    """Something the pages document cannot be built on this machine (a missing optional package or program)."""
+
+
+# --------------------------------------------------------------------------------------------- plugins
+
+def builtin_plugin_names() -> list[str]:
+    """Entry-point names (group ``ragen``) of the ``ragen`` distribution: the built-in plugins."""
+    names = set()
+    for ep in md.entry_points(group="ragen"):
+        dist = getattr(ep, "dist", None)
+        if dist is not None and (dist.name or "").lower() == "ragen":
+            names.add(ep.name)
+    return sorted(names)
+
+
+def builtin_registries() -> Any:
+    """Registries filled by the built-in plugins only (autoload off, the built-ins named explicitly)."""
+    from ragen_core.plugins import build_plugin_manager, collect_registries
+
+    names = builtin_plugin_names()
+    if not names:
+        raise DocsUnavailable("no plugin of the 'ragen' distribution is installed (pip install -e .)")
+    pm = build_plugin_manager(environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": ",".join(names)})
+    return collect_registries(pm)
+
+
+# --------------------------------------------------------------------------------------------- text helpers
+
+_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|obj|exc):`~?([^`<]*?)(?:\s*<([^>]*)>)?`")
+
+
+def rst_to_md(text: str) -> str:
+    """Docstring reST to Markdown: ````code```` → ```code```, ``:class:`~a.B``` → ```B```."""
+    def role(m: re.Match[str]) -> str:
+        target = m.group(1).strip()
+        if m.group(0).startswith(tuple(f":{r}:`~" for r in ("class", "func", "meth", "mod", "data", "attr", "obj",
+                                                                "exc"))):
+            target = target.split(".")[-1]
+        return f"`{target}`"
+
+    text = _ROLE.sub(role, text)
+    return re.sub(r"``(.+?)``", r"`\1`", text, flags=re.S)
+
+
+def cell(text: str) -> str:
+    """Text for one Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def code(text: str) -> str:
+    """Inline code for a table cell (backticks that can hold backticks)."""
+    text = cell(text)
+    fence = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def fenced(text: str, lang: str = "") -> list[str]:
+    """A fenced code block long enough not to be closed by the text's own backticks."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + lang, text.rstrip("\n"), fence]
+
+
+def anchor(kind: str, name: str) -> str:
+    """A stable HTML anchor id."""
+    return re.sub(r"[^a-z0-9_-]+", "-", f"{kind}-{name}".lower()).strip("-")
+
+
+def yaml_flow(value: Any) -> str:
+    """``value`` as a one-line YAML flow value (how it is written in a config file or an override)."""
+    import yaml
+
+    from ragen_core.config import unstructure
+
+    text = yaml.safe_dump(unstructure(value), default_flow_style=True, allow_unicode=True, width=10**9,
+                          sort_keys=False).strip()
+    return text[:-4].strip() if text.endswith("\n...") else text
+
+
+# --------------------------------------------------------------------------------------------- attrs introspection
+
+def type_name(tp: Any) -> str:
+    """A readable type: ``int``, ``float | None``, ``"full" | "single_turn"``, ``list[EnvChoice]``."""
+    if tp is Any or tp is object:
+        return "any"
+    if tp is None or tp is type(None):
+        return "null"
+    if isinstance(tp, str):
+        return tp
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Literal:
+        return " | ".join(f'"{a}"' if isinstance(a, str) else yaml_flow(a) for a in args)
+    if origin in (Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return " | ".join(f'"{m.value}"' for m in tp)
+    if origin is not None:
+        name = getattr(origin, "__name__", str(origin))
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return f"tuple[{type_name(args[0])}, ...]"
+        return f"{name}[{', '.join(type_name(a) for a in args)}]" if args else name
+    return getattr(tp, "__name__", str(tp).replace("typing.", ""))
+
+
+def ivar_docs(cls: type) -> dict[str, str]:
+    """``:ivar name: text`` entries of the class docstring and its bases' (the nearest class wins)."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        doc = inspect.cleandoc(klass.__dict__.get("__doc__") or "")
+        current = None
+        for line in doc.splitlines():
+            m = re.match(r":ivar (\w+):\s*(.*)", line)
+            if m:
+                current = m.group(1)
+                out[current] = m.group(2)
+            elif current and line.startswith((" ", "\t")) and line.strip():
+                out[current] += " " + line.strip()
+            else:
+                current = None
+    return {k: " ".join(v.split()) for k, v in out.items()}
+
+
+def class_summary(cls: type) -> str:
+    """The class docstring without its ``:ivar``/``:param`` fields, as Markdown."""
+    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
+    kept, skipping = [], False
+    for line in doc.splitlines():
+        if re.match(r":(ivar|param|cvar|var|returns?|raises?)\b", line):
+            skipping = True
+            continue
+        if skipping and (line.startswith((" ", "\t")) and line.strip()):
+            continue
+        skipping = False
+        kept.append(line)
+    return rst_to_md("\n".join(kept).strip())
+
+
+def field_doc(cls: type, field: attrs.Attribute) -> str:
+    meta = field.metadata or {}
+    for key in ("doc", "help", "description"):
+        if meta.get(key):
+            return " ".join(str(meta[key]).split())
+    return ivar_docs(cls).get(field.name, "") or ivar_docs(cls).get(field.alias or field.name, "")
+
+
+def _message_phrases(fn: Any, nonlocals: dict[str, Any]) -> list[str]:
+    """The "must ..." phrases of the error messages a validator function raises, with known names filled in."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return []
+    cut = "\x00"
+    phrases = []
+    inner = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    for node in ast.walk(tree):
+        if id(node) in inner:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for value in node.values:
+                if isinstance(value, ast.Constant):
+                    parts.append(str(value.value))
+                elif isinstance(value.value, ast.Name) and value.value.id in nonlocals:
+                    parts.append(str(nonlocals[value.value.id]))
+                else:
+                    parts.append(cut)
+            text = "".join(parts)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        start = text.find("must ")
+        if start < 0:
+            continue
+        text = text[start:]
+        if cut in text:
+            head = text[:text.index(cut)].rstrip()
+            for tail in (":", "(got", ", got", " got"):
+                if head.endswith(tail):
+                    head = head[:-len(tail)]
+                    break
+            else:
+                continue  # the message goes on with a computed part: not readable
+            text = head
+        phrase = text.strip()
+        if phrase and phrase not in phrases:
+            phrases.append(phrase)
+    return phrases
+
+
+def describe_validator(v: Any) -> list[str]:
+    """Readable constraints of an attrs validator (empty when it only checks a type or a choice the type shows)."""
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        return [p for x in v for p in describe_validator(x)]
+    name = type(v).__name__
+    if name == "_AndValidator":
+        return describe_validator(list(v._validators))
+    if name == "_OptionalValidator":
+        return describe_validator(v.validator)
+    if name == "_NumberValidator":
+        return [f"{v.compare_op} {v.bound}"]
+    if name == "_MinLengthValidator":
+        return [f"at least {v.min_length} items"]
+    if name == "_MaxLengthValidator":
+        return [f"at most {v.max_length} items"]
+    if name in ("_InstanceOfValidator", "_InValidator", "_IsCallableValidator", "_DeepIterable", "_DeepMapping"):
+        return []
+    if hasattr(v, "options"):
+        return []  # a choice validator: the type column already lists the choices
+    fn = v if inspect.isfunction(v) else type(v).__call__
+    nonlocals = dict(inspect.getclosurevars(fn).nonlocals) if inspect.isfunction(fn) else {}
+    if not inspect.isfunction(v):
+        nonlocals.update({k: val for k, val in vars(v).items() if isinstance(val, (int, float, str))}
+                         if hasattr(v, "__dict__") else {})
+    phrases = _message_phrases(fn, nonlocals)
+    phrases = [p[len("must be "):] if p.startswith("must be ") else p for p in phrases if "one of" not in p]
+    return [p for p in phrases if p not in ("true or false", "a string", "a number")]
+
+
+@attrs.frozen
+class OptionRow:
+    key: str
+    type: str
+    default: str
+    allowed: str
+    doc: str
+
+
+def option_rows(cls: type, defaults: dict[str, Any] | None = None,
+                sections: dict[Any, str] | None = None) -> list[OptionRow]:
+    """One row per init field of attrs class ``cls`` (in declaration order); ``defaults`` overrides the class's
+    defaults, ``sections`` maps field types documented in a section of their own to its anchor."""
+    from ragen_core.config import unstructure
+
+    attrs.resolve_types(cls)
+    rows = []
+    for f in attrs.fields(cls):
+        if not f.init:
+            continue
+        key = f.alias or f.name
+        if defaults is not None and key in defaults:
+            value = defaults[key]
+        elif f.default is attrs.NOTHING:
+            value = attrs.NOTHING
+        elif isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
+            value = f.default.factory() if not f.default.takes_self else attrs.NOTHING
+        else:
+            value = f.default
+        if value is not attrs.NOTHING and f.converter is not None and callable(f.converter):
+            value = f.converter(value)
+        section = sections.get(f.type) if sections else None
+        if section:
+            default = f"[section `{section}`](#{section})"
+        elif value is attrs.NOTHING:
+            default = "required"
+        else:
+            default = code(yaml_flow(unstructure(value)))
+        allowed = ", ".join(describe_validator(f.validator))
+        rows.append(OptionRow(key, type_name(f.type), default, allowed, rst_to_md(field_doc(cls, f))))
+    return rows
+
+
+def option_table(rows: list[OptionRow], prefix: str = "") -> list[str]:
+    if not rows:
+        return ["No options."]
+    out = ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {code(prefix + r.key)} | {code(r.type)} | {r.default} | {cell(r.allowed)} | "
+                   f"{cell(r.doc)} |")
+    return out
+
+
+def undocumented_options() -> list[str]:
+    """``Class.field`` for every documented config field without a doc (the sync test's coverage check)."""
+    missing = []
+    for cls in _core_classes():
+        missing += [f"{cls.__module__}:{cls.__qualname__}.{r.key}" for r in option_rows(cls) if not r.doc]
+    registries = builtin_registries()
+    seen: set[type] = set()
+    for kind, reg in registries.all().items():
+        for spec in reg:
+            if not hasattr(spec, "config_class"):
+                continue
+            cls = spec.config_class()
+            if cls in seen:
+                continue
+            seen.add(cls)
+            missing += [f"{cls.__module__}:{cls.__qualname__}.{r.key}" for r in option_rows(cls) if not r.doc]
+    return sorted(missing)
+
+
+# --------------------------------------------------------------------------------------------- config.md
+
+def _core_classes() -> list[type]:
+    from ragen_core import config as core
+
+    return [core.RagenConfig, core.RunConfig, core.PluginsConfig, core.EnvChoice, core.RolloutConfig]
+
+
+#: registry kind -> (section title, how a config selects one (a sentence), config path prefix of its options)
+KINDS: dict[str, tuple[str, str, str]] = {
+    "filters": ("Rollout filters", "Select one with `filter: NAME` or `filter: {name: NAME, <option>: <value>}`; "
+                "override with `filter=NAME filter.<option>=<value>`.", "filter."),
+    "estimators": ("Advantage estimators", "Select one with `estimator: NAME` or `estimator: {name: NAME, "
+                   "<option>: <value>}`; override with `estimator=NAME estimator.<option>=<value>`.", "estimator."),
+    "diagnostics": ("Diagnostics", "Select a list with `diagnostics: [NAME, {name: NAME, <option>: <value>}]`; "
+                    "override with `\"diagnostics=[collapse, echo_trap]\"` or `diagnostics.0.<option>=<value>`.", ""),
+    "trainers": ("Trainers", "Select one with `trainer: NAME` or `trainer: {name: NAME, <option>: <value>}`; "
+                 "override with `trainer.<option>=<value>`.", "trainer."),
+    "sinks": ("Metric sinks", "Select a list with `sinks: [NAME, {name: NAME, <option>: <value>}]`; every metrics "
+              "record also goes to `metrics.jsonl`.", ""),
+    "policies": ("Policy backends", "Used by `ragen eval` to sample from a model; `ragen eval --help` shows how a "
+                 "backend is chosen and given options.", ""),
+}
+KIND_ORDER = ["filters", "estimators", "diagnostics", "trainers", "sinks", "policies"]
+
+_STANDARD_DESCRIBE = {"name", "kind", "entry_point", "description", "plugin", "config", "preset"}
+
+
+def _spec_facts(spec: Any) -> list[str]:
+    facts = [f"plugin `{spec.plugin}`", f"class `{spec.entry_point}`" if isinstance(spec.entry_point, str) else ""]
+    for key, value in spec.describe().items():
+        if key in _STANDARD_DESCRIBE or value in ("", None, [], (), {}):
+            continue
+        facts.append(f"{key.replace('_', ' ')}: {code(value if isinstance(value, str) else yaml_flow(value))}")
+    return [f for f in facts if f]
+
+
+def render_config() -> str:
+    """The configuration reference (``docs/config.md``)."""
+    from ragen_core import config as core
+
+    registries = builtin_registries()
+    out = [
+        "# Configuration reference",
+        "",
+        "<!-- generated by `python scripts/gen_docs.py` (make docs) from the attrs config classes; "
+        "tests/docs/test_docs_sync.py keeps it in sync -->",
+        "",
+        "Every key ragen reads, with its type, default and allowed range, generated from the attrs classes that "
+        "validate it: the core sections and the options class of every built-in component. A run's "
+        "configuration is built in this order, later wins:",
+        "",
+        "1. the defaults below;",
+        "2. for `ragen train` / `ragen eval` without a config file, the trainer's embedded preset "
+        "(see [Trainer presets](#trainer-presets));",
+        "3. the YAML file given on the command line (`ragen train my.yaml`);",
+        "4. dotted `key=value` overrides, typed as YAML (`rollout.group_size=8`, `filter=top_p`, "
+        "`\"envs=[{name: sokoban, groups: 6}, {name: bandit, groups: 2}]\"`).",
+        "",
+        "Unknown keys, wrong types and values out of range fail before anything runs, naming the full key and the "
+        "nearest valid one. `ragen config show [CONFIG] [key=value ...]` prints the resolved config with every "
+        "default filled in. The [quickstart](quickstart.md) shows the workflow, the [env catalogue](envs.md) the "
+        "environments, the [metrics glossary](metrics.md) what a run logs, and [coming from RAGEN](from_ragen.md) "
+        "the mapping from RAGEN's Hydra keys.",
+        "",
+        "The *allowed* column shows what the field's validator enforces, where it can be read off the code; the "
+        "*type* column lists the choices of enumerated fields.",
+        "",
+        "## Contents",
+        "",
+        "- [Top level](#top-level)",
+        "- [`run`](#run) · [`plugins`](#plugins) · [`envs` entries](#envs-entries) · [`variants`](#variants) · "
+        "[`rollout`](#rollout)",
+    ]
+    kinds = [k for k in KIND_ORDER if k in registries.all()] + sorted(
+        k for k in registries.all() if k not in KIND_ORDER and k != "envs")
+    for kind in kinds:
+        title = KINDS.get(kind, (kind.capitalize(), f"Components registered with `ragen_register_{kind}`.", ""))[0]
+        out.append(f"- [{title}](#{anchor('kind', kind)}): " + " · ".join(
+            f"[`{s.name}`](#{anchor(kind, s.name)})" for s in registries.all()[kind]))
+    out.append("- [Env options](#env-options): " + " · ".join(
+        f"[`{s.name}`](#{anchor('env', s.name)})" for s in registries.envs.envs()))
+    out.append("- [Trainer presets](#trainer-presets)")
+    out.append("")
+
+    # top level
+    top_defaults = core.default_config_data()
+    out += ["## Top level", "", class_summary(core.RagenConfig), "",
+            "`env: NAME` (or `env: {name: NAME, options: {...}}`) is shorthand for a one-entry `envs` list. "
+            "Component sections (`filter`, `estimator`, `trainer`) take a name or a mapping with `name` and the "
+            "component's options written flat beside it.", ""]
+    sections = {core.RunConfig: "run", core.PluginsConfig: "plugins", core.RolloutConfig: "rollout"}
+    out += option_table(option_rows(core.RagenConfig, top_defaults, sections))
+    out.append("")
+    for title, cls, prefix, extra in (
+        ("run", core.RunConfig, "run.", ""),
+        ("plugins", core.PluginsConfig, "plugins.", "Environment variables add to these: "
+         "`RAGEN_DISABLE_PLUGINS=a,b`, `RAGEN_DISABLE_PLUGIN_AUTOLOAD=1` with `RAGEN_PLUGINS=a,b`, "
+         "`RAGEN_TRACE_HOOKS=1`."),
+        ("envs entries", core.EnvChoice, "", "Each entry of `envs:` and `val_envs:` (a plain name is "
+         "`{name: NAME}`). Override one entry with `envs.0.groups=6` or `env.options.dim_room=[8,8]` when there is "
+         "a single env. An env's options are listed under [Env options](#env-options)."),
+        ("rollout", core.RolloutConfig, "rollout.", ""),
+    ):
+        out += [f"## `{title}`" if title != "envs entries" else "## `envs` entries", ""]
+        summary = class_summary(cls)
+        out += [summary, ""] if summary else []
+        out += [extra, ""] if extra else []
+        out += option_table(option_rows(cls), prefix)
+        out.append("")
+        if title == "plugins":
+            out += ["## `variants`", "",
+                    "Env variants declared in the config file, usable wherever an env name is (like the built-in "
+                    "variants of the [env catalogue](envs.md)):", "",
+                    *fenced("variants:\n  sokoban_big:\n    env: sokoban            # an env or another variant\n"
+                            "    params: {dim_room: [10, 10], num_boxes: 3}\n"
+                            "    instruction: null       # replaces the env's instruction in the prompt when set\n"
+                            "    description: a bigger room\nenv: sokoban_big", "yaml"), "",
+                    "| key | type | default | description |", "|---|---|---|---|",
+                    "| `env` | `str` | `required` | the env or variant it derives from |",
+                    "| `params` | `dict[str, any]` | `{}` | options merged over the base's, validated by the env's "
+                    "options class |",
+                    "| `instruction` | `str \\| null` | `null` | replaces the env's instruction in the system prompt |",
+                    "| `description` | `str` | `''` | one line shown by `ragen envs` |", ""]
+
+    # components
+    for kind in kinds:
+        title, how, prefix = KINDS.get(kind, (kind.capitalize(), f"Components registered with "
+                                                          f"`ragen_register_{kind}`.", ""))
+        reg = registries.all()[kind]
+        out += [f'<a id="{anchor("kind", kind)}"></a>', "", f"## {title}", ""]
+        if how:
+            out += [how, ""]
+        for spec in reg:
+            cls = spec.config_class()
+            out += [f'<a id="{anchor(kind, spec.name)}"></a>', "", f"### `{spec.name}`", ""]
+            if spec.description:
+                out += [cell(spec.description) + ".", ""] if not spec.description.endswith(".") else [
+                    cell(spec.description), ""]
+            out += ["- " + " · ".join(_spec_facts(spec)),
+                    f"- options class `{cls.__module__}:{cls.__qualname__}`", ""]
+            summary = class_summary(cls)
+            if summary and cls.__name__ != "NoOptions":
+                out += [summary, ""]
+            out += option_table(option_rows(cls), prefix if kind != "diagnostics" else "")
+            out.append("")
+
+    # envs
+    out += ['<a id="env-options"></a>', "", "## Env options", "",
+            "Options of each env class, set per env entry (`envs: [{name: sokoban, options: {dim_room: [8, 8]}}]`, "
+            "or `env.options.dim_room=[8,8]` for a single env) or through a variant's `params`. A variant's "
+            "parameters are merged over its env's defaults; the entry's `options` over both. Rules, actions, "
+            "rewards and example prompts are in the [env catalogue](envs.md).", ""]
+    for spec in registries.envs.envs():
+        cls = spec.config_class()
+        variants = sorted((v for v in registries.envs.variants()
+                           if registries.envs.resolve(v.name)[0].name == spec.name), key=lambda v: v.name)
+        out += [f'<a id="{anchor("env", spec.name)}"></a>', "", f"### `{spec.name}`", "",
+                cell(spec.description) + ("" if spec.description.endswith(".") else "."), "",
+                "- " + " · ".join(_spec_facts(spec)) + f" · [catalogue](envs.md#{anchor('env', spec.name)})",
+                f"- options class `{cls.__module__}:{cls.__qualname__}`"]
+        if variants:
+            out.append("- variants: " + ", ".join(
+                f"`{v.name}` ({code(yaml_flow(registries.envs.resolve(v.name)[1]))})" for v in variants))
+        out.append("")
+        out += option_table(option_rows(cls))
+        out.append("")
+
+    # presets
+    out += ["## Trainer presets", "",
+            "`ragen train` and `ragen eval` without a config file start from the selected trainer's embedded "
+            "preset instead of the bare defaults above (overrides still apply on top). `make train` runs "
+            "`ragen train` with no arguments, so it runs the `torch` preset.", ""]
+    for spec in registries.trainers:
+        path = spec.preset_path() if hasattr(spec, "preset_path") else None
+        if path is None:
+            continue
+        out += [f"### `{spec.name}`: `{spec.preset}`", "", *fenced(path.read_text(), "yaml"), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------- envs.md
+
+#: rules, actions, rewards and success of each built-in env, in a few lines (the env modules hold the details)
+ENV_GUIDE: dict[str, dict[str, str]] = {
+    "sokoban": {
+        "rules": "A room enclosed by walls holds boxes, targets and the player. The player moves one cell per "
+                 "action; walking into a box pushes it one cell if the cell behind it is free. Boxes cannot be "
+                 "pulled. Rooms are generated by reverse play from the solved state, so every room is solvable.",
+        "actions": "`Up`, `Down`, `Left`, `Right` (case-insensitive). Walking into a wall, or pushing a box into a "
+                   "wall or another box, is valid but changes nothing. Anything else is invalid: reward 0, state "
+                   "unchanged.",
+        "rewards": "−0.1 per valid step; +1 for pushing a box onto a target, −1 for pushing one off; +10 when "
+                   "every box is on a target (RAGEN's, from gym-sokoban).",
+        "success": "every box on a target (the episode ends there).",
+        "module": "ragen_plugins_envs.sokoban",
+    },
+    "frozenlake": {
+        "rules": "A random square lake (default 4×4) of frozen tiles and holes, with a start and a goal joined by a "
+                 "frozen path. With `success_rate` < 1 the ice is slippery: a move goes where intended with "
+                 "probability `success_rate`, otherwise to one of the two perpendicular directions. Dynamics are "
+                 "gymnasium's `FrozenLakeEnv`.",
+        "actions": "`Left`, `Down`, `Right`, `Up` (case-insensitive); a move into the edge stays in place. Anything "
+                   "else is invalid: reward 0, state unchanged.",
+        "rewards": "+1 on reaching the goal, 0 otherwise; the episode ends in a hole or at the goal.",
+        "success": "the player stands on the goal.",
+        "module": "ragen_plugins_envs.frozenlake",
+    },
+    "bandit": {
+        "rules": "Two arms named after a low-risk and a high-risk profession (e.g. Teacher and Trader), in a "
+                 "random order. The agent must infer from the names which arm is which. Single turn.",
+        "actions": "an arm's name (case-insensitive). Anything else is invalid: reward 0 (the one-action budget "
+                   "then ends the episode).",
+        "rewards": "low-risk arm: always `low_reward` (0.1); high-risk arm: `high_reward` (1.0) with probability "
+                   "`high_prob` (0.25), else 0.",
+        "success": "the high-risk arm was pulled.",
+        "module": "ragen_plugins_envs.bandit",
+    },
+    "countdown": {
+        "rules": "Combine the given numbers (3 or 4) with `+ - * /` and parentheses into an expression equal to the "
+                 "target, using every number exactly once. Expressions are read by ragen's own parser with exact "
+                 "fractions (never Python's `eval`); there is no unary minus. Problems are generated solvable, or "
+                 "read from a dataset (`data_path`). Single turn.",
+        "actions": "one arithmetic expression, e.g. `(6 - 4) * (3 + 9)`. Malformed text is invalid: reward 0, the "
+                   "state is unchanged.",
+        "rewards": "`correct_reward` (1.0) for the exact target with exactly the given numbers; `format_reward` "
+                   "(0.1) for the given numbers but another value; 0 when the numbers differ.",
+        "success": "the expression equals the target and uses exactly the given numbers.",
+        "module": "ragen_plugins_envs.countdown",
+    },
+    "metamathqa": {
+        "rules": "A math word problem, from the built-in generated set (18 families, three levels, exact answers) "
+                 "or MetaMathQA rows (`data_path`). Up to `max_attempts` (3) answers; answers are compared after "
+                 "normalisation (case, spaces, LaTeX wrappers, units, equal numeric values such as `1/2` and "
+                 "`0.5`).",
+        "actions": "the answer as free text. An empty answer is invalid: reward 0, no attempt used.",
+        "rewards": "a correct answer at attempt k (0-based) earns 1/2^k and ends the episode; a wrong one earns 0 "
+                   "and uses an attempt.",
+        "success": "a correct answer within the attempts.",
+        "module": "ragen_plugins_envs.metamath",
+    },
+    "sudoku": {
+        "rules": "A 4×4 or 9×9 Sudoku with 40/50/60% of the cells removed (easy/medium/hard); every puzzle is "
+                 "checked to have exactly one solution. Filled cells are locked unless `allow_overwrite`.",
+        "actions": "a placement with 1-based row and column: `place N at row R col C`, `R,C,N`, `(R, C) = N` and "
+                   "other spellings. Unparsable text, a given or occupied cell, or a rule conflict is invalid: "
+                   "reward −0.1, state unchanged.",
+        "rewards": "+1 for the solution's number; +0.5 for a rule-valid different number (it stays on the board); "
+                   "−0.1 for an invalid action; +10 more for the placement that completes the grid.",
+        "success": "the grid is solved.",
+        "module": "ragen_plugins_envs.sudoku",
+    },
+    "webshop": {
+        "rules": "An offline WebShop: a generated catalog (1,000 products in 10 categories; or WebShop's own data "
+                 "files) behind WebShop's pages: search, result pages, item pages with options and sub-pages, "
+                 "buy. The goal names a product, its attributes, options and a price limit; every page repeats it "
+                 "and lists the available actions.",
+        "actions": "`search[query]` on the search page, `click[element]` with an element as listed (a button, a "
+                   "product id, an option value). Anything else is invalid: reward 0, state unchanged.",
+        "rewards": "0 until `click[buy now]`, then WebShop's score in [0, 1]: the share of requested attributes, "
+                   "options and the price limit the purchase meets, times a product-type factor.",
+        "success": "a perfect score (1.0), as RAGEN counts it.",
+        "module": "ragen_plugins_envs.webshop.env",
+    },
+    "searchqa": {
+        "rules": "Answer a factual question (generated single- or two-hop questions from an offline Wikipedia "
+                 "corpus, or HotpotQA rows) by searching the corpus through a retrieval server over HTTP (an "
+                 "embedded BM25 server by default, or `server_url`; `ragen retrieval-serve` runs one). At most "
+                 "`max_steps` (10) valid actions.",
+        "actions": "`search[query]` (shows the top hits) or `finish[answer]` (grades and ends). Anything else is "
+                   "invalid: reward 0, state unchanged, no step used.",
+        "rewards": "`finish`: 1 for an exact match after SQuAD normalisation, else the token F1 when it is at least "
+                   "0.3, else 0; searches earn 0.",
+        "success": "an exact match.",
+        "module": "ragen_plugins_envs.searchqa.env",
+    },
+    "deepcoder": {
+        "rules": "Write a Python 3 program for a problem: HumanEval functions (164) and 35 built-in stdin/stdout "
+                 "problems by default, or DeepCoder-format rows (`data_path`). The program runs against hidden "
+                 "tests in a bubblewrap sandbox (no network, private tmp, rlimits); making the env fails when "
+                 "bubblewrap cannot run, unless `sandbox_mode: unsafe_subprocess`. Single turn by default "
+                 "(`max_attempts`).",
+        "actions": "the program, as text or in a fenced code block (the last block counts). An empty or over-long "
+                   "action is invalid: reward 0, state unchanged.",
+        "rewards": "the fraction of tests passed (with several attempts, each step earns the change in score).",
+        "success": "every test passes.",
+        "module": "ragen_plugins_envs.deepcoder",
+    },
+    "lean": {
+        "rules": "Prove a Lean 4 (Mathlib) theorem one tactic per action; each step re-checks the theorem with the "
+                 "accepted tactics plus the new one on a Kimina Lean server (`server_url`). The `lean_double` "
+                 "variant talks to a local protocol double that knows the built-in theorems' recorded proofs "
+                 "(no Lean needed).",
+        "actions": "one tactic, e.g. `intro hp`, `linarith`, `rw [Nat.add_zero]`. Empty or over-long text, "
+                   "`sorry`/`admit`, `#` commands and words that start a new Lean command are invalid.",
+        "rewards": "−0.1 per step; +1 for an accepted tactic that reaches a new proof state; −1 for a rejected or "
+                   "invalid one (−1 more on a prover timeout); +10 when the proof is complete; −2 at the step "
+                   "limit (`max_steps`) without a proof.",
+        "success": "the proof is complete.",
+        "module": "ragen_plugins_envs.prover.lean",
+    },
+    "coq": {
+        "rules": "Prove a Coq theorem (42 built-in theorems on naturals, booleans, lists and logic) one tactic per "
+                 "action, checked by a persistent `coqtop` (`apt-get install coq`); a finished proof is re-checked "
+                 "by `Qed`.",
+        "actions": "one tactic sentence, e.g. `intros n.`, `induction n as [|n IH].`, `simpl; reflexivity`, "
+                   "optionally after a bullet. Vernacular commands, several sentences, comments, `admit` and "
+                   "syntax errors are invalid.",
+        "rewards": "as `lean`: −0.1 per step; +1 for an accepted tactic reaching a new state; −1 for a rejected or "
+                   "invalid one (−1 more on a timeout); +10 for a complete proof; −2 at the step limit.",
+        "success": "the proof is complete and `Qed` accepts it.",
+        "module": "ragen_plugins_envs.prover.coq",
+    },
+}
+
+#: env or variant -> (options used for the example prompt, why): where the defaults need a service
+EXAMPLE_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
+    "lean": ({"use_double": True}, "rendered with `use_double: true` (the local Kimina protocol double), since the "
+                                   "real env needs a running Kimina Lean server; the double reports the goals "
+                                   "recorded for the built-in theorems"),
+    "searchqa_dense": ({"retriever": "bm25"}, "rendered with `retriever: bm25`: the retriever changes only what a "
+                                              "search returns, never the first prompt (the dense retriever embeds "
+                                              "the whole corpus first)"),
+}
+
+
+@attrs.frozen
+class Prompt:
+    system: str
+    user: str
+    text: str
+    action_names: tuple[str, ...] | None
+    max_actions: int
+    legend: dict[str, str]
+
+
+def first_prompt(registries: Any, name: str, options: dict[str, Any] | None = None) -> Prompt:
+    """The first prompt of env ``name`` at seed 0, with the default rollout settings, as the model sees it."""
+    from ragen_core.chat import ChatCodec, TextTokenizer, system_message, user_message
+    from ragen_core.config import RolloutConfig
+    from ragen_core.errors import RagenError
+
+    rc = RolloutConfig()
+    try:
+        env = registries.envs.make(name, options or {})
+        try:
+            obs, _info = env.reset(seed=0)
+            system = system_message(env, max_actions_per_turn=rc.max_actions_per_turn, action_sep=rc.action_sep)
+            budget = int(env.max_actions_per_traj)
+            user = user_message(1, obs, budget, max_new_tokens=rc.max_new_tokens, think=rc.think)
+            names = tuple(env.action_names) if getattr(env, "action_names", None) else None
+            legend = dict(getattr(env, "legend", None) or {})
+        finally:
+            close = getattr(env, "close", None)
+            if callable(close):
+                close()
+    except (RagenError, ImportError, OSError) as exc:
+        raise DocsUnavailable(f"env {name!r} cannot be made here: {type(exc).__name__}: {exc}") from exc
+    codec = ChatCodec(TextTokenizer(), think=rc.think)
+    text = codec.render([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                        generation=True) + codec.open_tag
+    return Prompt(system, user, text, names, budget, legend)
+
+
+def render_envs() -> str:
+    """The env catalogue (``docs/envs.md``)."""
+    from ragen_core.config import RolloutConfig, unstructure
+
+    registries = builtin_registries()
+    rc = RolloutConfig()
+    envs = registries.envs
+    out = [
+        "# Environment catalogue",
+        "",
+        "<!-- generated by `python scripts/gen_docs.py` (make docs) from the registered envs; "
+        "tests/docs/test_docs_sync.py keeps it in sync -->",
+        "",
+        "Every env and variant the built-in `envs` plugin registers: its rules, actions, rewards, success "
+        "criterion, default options and the first prompt of seed 0 as the model sees it. `ragen envs` lists them, "
+        "`ragen play NAME --seed 0` plays one in the terminal, `env: NAME` trains on one. Every option is "
+        "described in the [configuration reference](config.md#env-options); the [quickstart](quickstart.md) shows "
+        "how to swap envs and the [metrics glossary](metrics.md) what a run reports per env.",
+        "",
+        "## How an episode is shown to the model",
+        "",
+        "The prompt is built by the core (`ragen_core.chat`), the same for every env and trainer:",
+        "",
+        "- **system message**: `You're a helpful assistant.`, the env's instruction, the legend of the symbols "
+        "in the state (when the env has one) and the valid action names with how many actions one answer may "
+        "hold (`rollout.max_actions_per_turn`, separated by `rollout.action_sep`);",
+        "- **user message** per turn: the previous turn's reward (from turn 2), a warning when the previous answer "
+        "had no valid action, `Turn n:`, the state, the actions left in the trajectory, the required format and "
+        "the response budget (`rollout.max_new_tokens`);",
+        "- the generation prompt is the chat template's, followed by the literal `<think>` (or `<answer>` with "
+        "`rollout.think=false`), so the model continues inside the tag.",
+        "",
+        "The answer is parsed as `<think>…</think><answer>…</answer>`; the answer is split on `||`, unknown action "
+        "names are dropped, and at most `max_actions_per_turn` actions run, in order, until the episode ends. A "
+        "turn with no match, no valid action or a dropped action adds `rollout.format_penalty` (−0.1) to the "
+        "score. The trajectory ends when the env ends the episode, after `rollout.max_turn` turns, or when the "
+        "env's action budget (`max_actions_per_traj` below) is spent. Success is the env's `success` at "
+        "termination (not truncation); `pass@k` is any success in a group.",
+        "",
+        f"The examples below use seed 0 and the default rollout settings (`max_actions_per_turn={rc.max_actions_per_turn}`, "
+        f"`max_new_tokens={rc.max_new_tokens}`, `think={str(rc.think).lower()}`), rendered with a ChatML template "
+        "(`<|im_start|>role … <|im_end|>`), the template of the built-in `tiny` model, Qwen and SmolLM2.",
+        "",
+        "## All envs and variants",
+        "",
+        "| name | base | parameters | description |",
+        "|---|---|---|---|",
+    ]
+    for spec in envs:
+        if hasattr(spec, "config_class"):
+            out.append(f"| [`{spec.name}`](#{anchor('env', spec.name)}) | env | | {cell(spec.description)} |")
+        else:
+            base = envs.resolve(spec.name)[0].name
+            out.append(f"| [`{spec.name}`](#{anchor('env', spec.name)}) | `{spec.env}` | "
+                       f"{code(yaml_flow(dict(spec.params)))} | {cell(spec.description)} |")
+            del base
+    out.append("")
+    for spec in envs.envs():
+        guide = ENV_GUIDE.get(spec.name)
+        cls = spec.config_class()
+        opts, why = EXAMPLE_OPTIONS.get(spec.name, ({}, ""))
+        prompt = first_prompt(registries, spec.name, opts)
+        out += [f'<a id="{anchor("env", spec.name)}"></a>', "", f"## `{spec.name}`", "",
+                cell(spec.description) + ("" if spec.description.endswith(".") else "."), ""]
+        if guide:
+            out += [f"- **Rules.** {guide['rules']}", f"- **Actions.** {guide['actions']}",
+                    f"- **Rewards.** {guide['rewards']}", f"- **Success.** {guide['success']}"]
+        names = ", ".join(f"`{n}`" for n in prompt.action_names) if prompt.action_names else "free-form text"
+        out += [f"- **Valid actions at seed 0.** {names}; at most {prompt.max_actions} action(s) per trajectory "
+                "(`max_actions_per_traj`).",
+                f"- **Code.** `{spec.entry_point}` (plugin `{spec.plugin}`)"
+                + (f"; the full rules are in the docstring of `{guide['module']}`." if guide else "."), "",
+                f"Default options ([reference](config.md#{anchor('env', spec.name)})):", "",
+                *fenced("\n".join(f"{k}: {yaml_flow(v)}" for k, v in unstructure(cls()).items()), "yaml"), ""]
+        variants = sorted((v for v in envs.variants() if envs.resolve(v.name)[0].name == spec.name),
+                          key=lambda v: v.name)
+        if variants:
+            out += ["Variants:", "", "| variant | parameters | description |", "|---|---|---|"]
+            out += [f"| [`{v.name}`](#{anchor('env', v.name)}) | {code(yaml_flow(envs.resolve(v.name)[1]))} | "
+                    f"{cell(v.description)} |" for v in variants]
+            out.append("")
+        out += [f"First prompt (seed 0){', ' + why if why else ''}:", "", *fenced(prompt.text), ""]
+        for v in variants:
+            vopts, vwhy = EXAMPLE_OPTIONS.get(v.name, ({}, ""))
+            vprompt = first_prompt(registries, v.name, vopts)
+            out += [f'<a id="{anchor("env", v.name)}"></a>', "", f"### `{v.name}`", "",
+                    f"{cell(v.description)}" + ("" if v.description.endswith(".") else "."), "",
+                    f"Variant of `{v.env}` with {code(yaml_flow(dict(v.params)))}"
+                    + (f" and its own instruction: {cell(v.instruction)}" if v.instruction else "") + ".", ""]
+            vnames = (", ".join(f"`{n}`" for n in vprompt.action_names) if vprompt.action_names
+                      else "free-form text")
+            if vprompt.action_names != prompt.action_names or vprompt.max_actions != prompt.max_actions:
+                out += [f"Valid actions at seed 0: {vnames}; at most {vprompt.max_actions} action(s) per "
+                        "trajectory.", ""]
+            if vprompt.system == prompt.system:
+                out += [f"First user message (seed 0{', ' + vwhy if vwhy else ''}; the system message is "
+                        f"`{spec.name}`'s):", "", *fenced(vprompt.user), ""]
+            else:
+                out += [f"First prompt (seed 0{', ' + vwhy if vwhy else ''}):", "", *fenced(vprompt.text), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------------- main
+
+PAGES = {"config.md": render_config, "envs.md": render_envs}
+
+
+def stale_pages() -> list[str]:
+    """Names of the generated pages whose committed text differs from a fresh rendering."""
+    stale = []
+    for name, render in PAGES.items():
+        path = DOCS / name
+        if not path.exists() or path.read_text(encoding="utf-8") != render():
+            stale.append(name)
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a generated page is out of date")
+    parser.add_argument("pages", nargs="*", metavar="PAGE", help=f"pages to write: {', '.join(PAGES)} (default: all)")
+    args = parser.parse_args(argv)
+    unknown = [p for p in args.pages if p not in PAGES]
+    if unknown:
+        parser.error(f"unknown page {unknown[0]!r}; choose from {', '.join(PAGES)}")
+    from ragen_core.log import configure_logging
+
+    configure_logging("console", "error")
+    if args.check:
+        stale = stale_pages()
+        if stale:
+            print(f"out of date: {', '.join('docs/' + s for s in stale)}; regenerate with {REGENERATE}",
+                  file=sys.stderr)
+            return 1
+        return 0
+    for name in args.pages or list(PAGES):
+        (DOCS / name).write_text(PAGES[name](), encoding="utf-8")
+        print(f"wrote docs/{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

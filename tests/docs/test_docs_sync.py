@@ -1,0 +1,101 @@
+"""The generated reference pages (docs/config.md, docs/envs.md) match the code; every option has a doc."""
+
+from __future__ import annotations
+
+import difflib
+
+import attrs
+import pytest
+
+from tests.docs.gen import ROOT, load_generator
+
+gen = load_generator()
+
+
+@pytest.mark.parametrize("page", sorted(gen.PAGES))
+def test_generated_page_is_in_sync(page: str) -> None:
+    try:
+        fresh = gen.PAGES[page]()
+    except gen.DocsUnavailable as exc:
+        pytest.skip(f"docs/{page} cannot be generated here: {exc}")
+    path = ROOT / "docs" / page
+    committed = path.read_text(encoding="utf-8") if path.exists() else ""
+    if committed != fresh:
+        diff = list(difflib.unified_diff(committed.splitlines(), fresh.splitlines(), f"docs/{page} (committed)",
+                                         f"docs/{page} (from the code)", lineterm="", n=1))
+        shown = "\n".join(diff[:60]) + (f"\n... {len(diff) - 60} more diff lines" if len(diff) > 60 else "")
+        pytest.fail(f"docs/{page} is out of date with the code; regenerate it with {gen.REGENERATE}\n{shown}",
+                    pytrace=False)
+
+
+def test_every_config_option_has_a_doc() -> None:
+    missing = gen.undocumented_options()
+    assert not missing, (
+        "config options without a description (add an ':ivar NAME: ...' line to the class docstring, or "
+        f"attrs.field(metadata={{'doc': ...}})), then regenerate with {gen.REGENERATE}: " + ", ".join(missing))
+
+
+def test_every_builtin_env_has_a_guide() -> None:
+    registries = gen.builtin_registries()
+    missing = [spec.name for spec in registries.envs.envs() if spec.name not in gen.ENV_GUIDE]
+    assert not missing, (f"envs without rules in the catalogue: {missing}; add them to ENV_GUIDE in "
+                         f"scripts/gen_docs.py, then regenerate with {gen.REGENERATE}")
+    stale = sorted(set(gen.ENV_GUIDE) - {spec.name for spec in registries.envs.envs()})
+    assert not stale, f"ENV_GUIDE in scripts/gen_docs.py describes envs that are not registered: {stale}"
+
+
+def test_only_builtin_plugins_are_documented() -> None:
+    names = gen.builtin_plugin_names()
+    assert {"envs", "filters", "estimators", "diagnostics", "torch"} <= set(names)
+    plugins = {spec.plugin for reg in gen.builtin_registries().all().values() for spec in reg}
+    assert plugins <= set(names)
+
+
+# --------------------------------------------------------------------------------------------- the helpers
+
+
+def _closure_validator(low: int):  # noqa: ANN202
+    def check(_inst, attribute, value):  # noqa: ANN001, ANN202
+        if value < low:
+            raise ValueError(f"{attribute.name} must be >= {low}, got {value}")
+    return check
+
+
+def _message_colon(_inst, attribute, value):  # noqa: ANN001, ANN202
+    if not 0 < value <= 1:
+        raise ValueError(f"'{attribute.name}' must be in (0, 1]: {value}")
+
+
+def _computed_message(_inst, attribute, value):  # noqa: ANN001, ANN202
+    if value not in ("a", "b"):
+        raise ValueError(f"'{attribute.name}' must name one of {', '.join(('a', 'b'))} and more: {value}")
+
+
+@attrs.define
+class _Example:
+    """An example.
+
+    :ivar a: the first
+        option, on two lines.
+    """
+
+    a: int = attrs.field(default=1, validator=_closure_validator(1))
+    b: float = attrs.field(default=0.5, validator=[attrs.validators.gt(0), _message_colon])
+    c: str | None = attrs.field(default=None, validator=attrs.validators.optional(_computed_message),
+                                metadata={"doc": "from metadata"})
+    d: list[int] = attrs.field(factory=lambda: [1, 2])
+
+
+def test_option_rows_read_types_defaults_ranges_and_docs() -> None:
+    rows = {r.key: r for r in gen.option_rows(_Example)}
+    assert rows["a"].allowed == ">= 1" and rows["a"].doc == "the first option, on two lines."
+    assert rows["b"].allowed == "> 0, in (0, 1]" and rows["b"].type == "float"
+    assert rows["c"].allowed == "" and rows["c"].doc == "from metadata" and rows["c"].type == "str | null"
+    assert rows["d"].default == "`[1, 2]`" and rows["d"].type == "list[int]" and rows["d"].doc == ""
+
+
+def test_text_helpers() -> None:
+    assert gen.rst_to_md("see :class:`~a.b.Thing` and ``x = 1``") == "see `Thing` and `x = 1`"
+    assert gen.cell("a | b\nc") == "a \\| b c"
+    assert gen.fenced("has ``` inside")[0] == "````"
+    assert gen.yaml_flow({"a": [1, 2], "s": "||"}) == "{a: [1, 2], s: '||'}"
