@@ -1,5 +1,7 @@
 """ragen's native StarPO trainer (entry point ``torch`` in the group ``ragen``): one process, CPU or one GPU, any
-Hugging Face causal LM, the built-in ``tiny`` model, or SmolLM2-135M-Instruct. Nothing heavy is imported here."""
+Hugging Face causal LM, the built-in ``tiny`` model, or SmolLM2-135M-Instruct. Also the ``hf`` policy backend of
+``ragen eval`` and ``ragen serve`` (an OpenAI-compatible HTTP server for a local model). Nothing heavy is imported
+here."""
 
 from __future__ import annotations
 
@@ -18,6 +20,24 @@ def ragen_register_trainers(registry: Any) -> None:
         install_hint="pip install 'ragen[torch]' (after installing a torch build for your machine)",
         preset="ragen_plugins_torch:presets/cpu_default.yaml",
     )
+
+
+@hookimpl
+def ragen_register_policies(registry: Any) -> None:
+    """Register the ``hf`` policy backend of ``ragen eval`` (local paths and model names)."""
+    registry.register(
+        "hf", "ragen_plugins_torch.serve:HFBackend", config="ragen_plugins_torch.serve:HFBackendConfig",
+        schemes=("path",), description="a local Hugging Face causal LM, tiny, smollm2-135m or a training checkpoint",
+        install_hint="pip install 'ragen[torch]' (after installing a torch build for your machine)",
+    )
+
+
+@hookimpl
+def ragen_register_commands(cli: Any) -> None:
+    """Add ``ragen serve MODEL`` (an OpenAI-compatible HTTP server for a local model)."""
+    from .serve import add_serve_command
+
+    add_serve_command(cli)
 
 
 @hookimpl

@@ -1,0 +1,397 @@
+"""A local model as a policy backend (``hf``, for ``ragen eval``) and behind a small OpenAI-compatible HTTP server
+(``ragen serve MODEL``).
+
+:class:`HFBackend` loads any model :func:`~ragen_plugins_torch.models.load_model_and_tokenizer` loads (a folder,
+``tiny``, ``smollm2-135m``, a hub id) or a training checkpoint (``RUN/checkpoints/step_N``, its ``actor`` folder is
+loaded; a run directory means its newest checkpoint) and samples exactly like the trainer: token ids in, token ids
+out, no text round trip.
+
+:class:`ModelServer` serves a backend over HTTP with the standard library (``ThreadingHTTPServer``):
+
+- ``GET /v1/models``, ``GET /health``;
+- ``POST /v1/completions``: ``prompt`` (a string, a list of strings, token ids or lists of token ids), ``max_tokens``
+  (16), ``temperature`` (1), ``top_p`` (1), ``top_k`` (0 or -1: off), ``n`` (1), ``stop`` (a string or list),
+  ``seed``, ``logprobs`` (any integer: the sampled tokens' log-probs), ``include_stop_str_in_output`` (false, as
+  vLLM); a string prompt is tokenized with the tokenizer's special tokens (as vLLM does);
+- ``POST /v1/chat/completions``: ``messages`` rendered with the model's chat template and the generation prompt,
+  same sampling fields, ``max_tokens`` 256 by default.
+
+Answers carry ``choices[i].text`` (or ``.message.content``), ``finish_reason`` (``stop`` or ``length``),
+``stop_reason`` (the stop string that ended it, else null) and ``usage`` in tokens. Concurrent requests are batched
+(requests arriving within ``batch_wait_s`` are generated together); a request with a ``seed`` is generated alone
+after ``torch.manual_seed(seed)``, so it is reproducible. It is a development and test server, not a production one.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import queue
+import signal
+import sys
+import threading
+import time
+import uuid
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import click
+
+from ragen_core.errors import RagenError
+from ragen_core.rollout import GenerationRequest, GenerationResult
+
+__all__ = ["HFBackend", "HFBackendConfig", "ModelServer", "add_serve_command", "resolve_checkpoint"]
+
+MAX_BODY_BYTES = 8 << 20
+
+
+def _positive(_i: Any, a: Any, v: Any) -> None:
+    if v <= 0:
+        raise ValueError(f"'{a.name}' must be > 0: {v}")
+
+
+@attrs.define
+class HFBackendConfig:
+    """Options of the ``hf`` policy backend (``ragen eval -o device=cuda``).
+
+    :ivar model: a model folder, ``tiny``, ``smollm2-135m``, a hub id, a checkpoint or a run directory.
+    :ivar device: ``auto`` (cuda when available), ``cpu``, ``cuda``, ``cuda:1``.
+    :ivar dtype: ``auto`` (bfloat16 on cuda, float32 on cpu), ``float32``, ``bfloat16`` or ``float16``.
+    :ivar generation_batch: the most sequences sampled in one batch.
+    """
+
+    model: str = "tiny"
+    device: str = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    generation_batch: int = attrs.field(default=64, validator=_positive)
+
+
+def resolve_checkpoint(model: str) -> str:
+    """The folder to load for ``model``: a checkpoint's ``actor`` folder, a run directory's newest checkpoint;
+    anything else unchanged. A checkpoint or run directory without a model is a :class:`RagenError`."""
+    p = Path(model).expanduser()
+    if (p / "actor" / "config.json").is_file():
+        return str(p / "actor")
+    if p.parent.name == "checkpoints" and not p.exists():
+        steps = sorted(s.name for s in p.parent.glob("step_*"))
+        raise RagenError(f"checkpoint {model!r} does not exist",
+                         hint=f"checkpoints there: {', '.join(steps)}" if steps else "the run has no checkpoint")
+    if (p / "config.yaml").is_file() and (p / "checkpoints").is_dir():
+        steps = sorted((p / "checkpoints").glob("step_*"))
+        if not steps:
+            raise RagenError(f"run directory {model!r} has no checkpoint under checkpoints/")
+        return resolve_checkpoint(str(steps[-1]))
+    if p.name.startswith("step_") and p.is_dir():
+        raise RagenError(f"checkpoint {model!r} holds no model (no actor/config.json)",
+                         hint="it may be incomplete; use an earlier checkpoint")
+    return model
+
+
+class HFBackend:
+    """The ``hf`` policy backend: an :class:`~ragen_plugins_torch.policy.HFPolicy` (the trainer's sampler) loaded
+    from a config. ``seed(n)`` seeds torch; ``ragen eval`` calls it before each batch of groups, so an eval is
+    reproducible on the same machine and settings."""
+
+    config_cls = HFBackendConfig
+    token_unit = "token"
+
+    def __init__(self, config: HFBackendConfig) -> None:
+        import torch
+
+        from .models import load_model_and_tokenizer
+        from .policy import HFPolicy
+
+        device = config.device if config.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = None if config.dtype == "auto" and not device.startswith("cuda") else (
+            "bfloat16" if config.dtype == "auto" else config.dtype)
+        self.source = resolve_checkpoint(config.model)
+        model, tokenizer = load_model_and_tokenizer(self.source, dtype=dtype, device=device)
+        self.policy = HFPolicy(model.eval(), tokenizer, device=device, generation_batch=config.generation_batch)
+        self.tokenizer = tokenizer
+
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """Sample one continuation per request (batched, token ids in and out)."""
+        return self.policy.generate(requests)
+
+    def seed(self, n: int) -> None:
+        """Seed torch's generators."""
+        import torch
+
+        torch.manual_seed(n)
+
+
+# --------------------------------------------------------------------------------------------------------- server
+
+class _Batcher:
+    """Generates queued requests on one worker thread, batching the unseeded ones that arrive together."""
+
+    def __init__(self, policy: Any, max_batch: int, wait_s: float) -> None:
+        self.policy, self.max_batch, self.wait_s = policy, max_batch, wait_s
+        self.queue: queue.Queue[Any] = queue.Queue()
+        self.thread = threading.Thread(target=self._loop, name="ragen-serve-batcher", daemon=True)
+        self.thread.start()
+
+    def submit(self, requests: list[GenerationRequest], seed: int | None) -> list[Any]:
+        futures = []
+        for req in requests:
+            fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self.queue.put((req, seed, fut))
+            futures.append(fut)
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+    def _loop(self) -> None:
+        while (item := self.queue.get()) is not None:
+            items = [item]
+            deadline = time.monotonic() + self.wait_s
+            while len(items) < self.max_batch and (left := deadline - time.monotonic()) > 0:
+                try:
+                    nxt = self.queue.get(timeout=left)
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self.queue.put(None)
+                    break
+                items.append(nxt)
+            plain = [it for it in items if it[1] is None]
+            seeded = [it for it in items if it[1] is not None]
+            try:
+                if plain:
+                    for (_r, _s, fut), res in zip(plain, self.policy.generate([it[0] for it in plain])):
+                        fut.set_result(res)
+                for req, seed, fut in seeded:
+                    self.policy.seed(seed)
+                    fut.set_result(self.policy.generate([req])[0])
+            except Exception as exc:  # reported to every waiting request (HTTP 500), the server goes on
+                for _r, _s, fut in items:
+                    if not fut.done():
+                        fut.set_exception(exc)
+
+
+class _BadRequest(Exception):
+    pass
+
+
+def _field(body: dict[str, Any], key: str, kind: Any, default: Any) -> Any:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise _BadRequest(f"{key!r} must be {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+class ModelServer:
+    """Serve a policy (an :class:`HFBackend`: ``tokenizer``, ``generate``, ``seed``) over OpenAI's HTTP API (see the
+    module docstring). ``start()`` serves on a daemon thread (``port=0`` picks a free port, see :attr:`url`);
+    :meth:`serve_forever` on the calling thread; :meth:`stop` shuts down.
+
+    :param name: the model name in ``/v1/models`` and the answers (requests may name any model).
+    """
+
+    def __init__(self, policy: Any, *, name: str = "ragen", host: str = "127.0.0.1", port: int = 0,
+                 max_batch: int = 32, batch_wait_s: float = 0.01) -> None:
+        self.policy, self.name = policy, name
+        self.batcher = _Batcher(policy, max_batch, batch_wait_s)
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.owner = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port/v1``, the base URL clients use."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> ModelServer:
+        """Serve on a daemon thread; returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                                            name="ragen-serve", daemon=True)
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve on the calling thread until :meth:`stop` is called from another thread."""
+        self._httpd.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and the batcher (idempotent)."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+        self.batcher.close()
+
+    def __enter__(self) -> ModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ----------------------------------------------------------------------------------------------- the API
+    def complete(self, body: dict[str, Any], chat: bool) -> dict[str, Any]:
+        """The answer to a (chat) completion request body; a bad body raises ``_BadRequest``."""
+        tok = self.policy.tokenizer
+        if chat:
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages or not all(
+                    isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                    for m in messages):
+                raise _BadRequest("'messages' must be a non-empty list of {role, content} strings")
+            text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            prompts = [list(tok.encode(text, add_special_tokens=False))]
+        else:
+            prompts = self._prompts(body.get("prompt"))
+        n = _field(body, "n", int, 1)
+        top_k = _field(body, "top_k", int, 0)
+        stop = body.get("stop") or []
+        stop = [stop] if isinstance(stop, str) else stop
+        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+            raise _BadRequest("'stop' must be a string or a list of non-empty strings")
+        req = dict(max_new_tokens=_field(body, "max_tokens", int, 256 if chat else 16),
+                   temperature=_field(body, "temperature", float, 1.0), top_p=_field(body, "top_p", float, 1.0),
+                   top_k=max(top_k, 0), stop=tuple(stop))
+        if req["max_new_tokens"] < 1 or not 0 < req["top_p"] <= 1 or req["temperature"] < 0 or not 1 <= n <= 64:
+            raise _BadRequest("need max_tokens >= 1, 0 < top_p <= 1, temperature >= 0, 1 <= n <= 64")
+        seed = body.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise _BadRequest(f"'seed' must be an integer, got {seed!r}")
+        requests = [GenerationRequest(prompt_ids=tuple(p), **req) for p in prompts for _ in range(n)]
+        results = self.batcher.submit(requests, seed)
+        include = bool(body.get("include_stop_str_in_output", False))
+        want_logprobs = body.get("logprobs") not in (None, False) and not chat
+        choices = []
+        for i, res in enumerate(results):
+            ids = list(res.token_ids)
+            text = tok.decode(ids, skip_special_tokens=True)
+            hits = [(text.find(s), s) for s in stop if s in text]
+            stop_reason = min(hits)[1] if hits else None
+            if hits:
+                at, s = min(hits)
+                text = text[:at + len(s)] if include else text[:at]
+            choice: dict[str, Any] = {"index": i, "finish_reason": "length" if res.finish_reason == "length"
+                                      else "stop", "stop_reason": stop_reason}
+            if chat:
+                choice["message"] = {"role": "assistant", "content": text}
+            else:
+                choice["text"] = text
+                choice["logprobs"] = ({"tokens": [tok.decode([t]) for t in ids],
+                                       "token_logprobs": list(res.logprobs)} if want_logprobs else None)
+            choices.append(choice)
+        used = sum(len(r.token_ids) for r in results)
+        prompt_tokens = sum(len(p) for p in prompts)
+        return {"id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion" if chat else "text_completion", "created": int(time.time()),
+                "model": self.name, "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": used,
+                          "total_tokens": prompt_tokens + used}}
+
+    def _prompts(self, prompt: Any) -> list[list[int]]:
+        tok = self.policy.tokenizer
+        if isinstance(prompt, str):
+            prompt = [prompt]
+        if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            prompt = [prompt]
+        if not isinstance(prompt, list) or not prompt:
+            raise _BadRequest("'prompt' must be a string, a list of strings, token ids or lists of token ids")
+        out = []
+        for p in prompt:
+            if isinstance(p, str):
+                out.append(list(tok(p)["input_ids"]))
+            elif isinstance(p, list) and p and all(isinstance(t, int) and 0 <= t < len(tok) for t in p):
+                out.append(list(p))
+            else:
+                raise _BadRequest(f"bad prompt {str(p)[:80]!r}: a string or a non-empty list of valid token ids")
+        return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "ragen-serve"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        pass
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: HTTPStatus, message: str) -> None:
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        self._send(status, {"error": {"message": message, "type": kind, "code": int(status)}})
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        owner = self.server.owner  # type: ignore[attr-defined]
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, {"object": "list", "data": [{"id": owner.name, "object": "model", "created": 0,
+                                                         "owned_by": "ragen"}]})
+        elif self.path.rstrip("/") == "/health":
+            self._send(200, {"status": "ok", "model": owner.name})
+        else:
+            self._error(HTTPStatus.NOT_FOUND, f"no route GET {self.path}; try /v1/models")
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        owner = self.server.owner  # type: ignore[attr-defined]
+        route = self.path.rstrip("/").removeprefix("/v1")
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+            self.close_connection = True
+            return self._error(HTTPStatus.BAD_REQUEST, "a JSON body with a Content-Length up to 8 MiB is required")
+        raw = self.rfile.read(int(length))
+        if route not in ("/completions", "/chat/completions"):
+            return self._error(HTTPStatus.NOT_FOUND, f"no route POST {self.path}; use /v1/completions or "
+                                                     "/v1/chat/completions")
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise _BadRequest("the body must be a JSON object")
+            self._send(200, owner.complete(body, chat=route == "/chat/completions"))
+        except (_BadRequest, ValueError) as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+        except Exception as exc:  # a generation failure answers 500; the server keeps serving
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def add_serve_command(cli: click.Group) -> None:
+    """Add ``ragen serve MODEL`` to ``cli``."""
+
+    @cli.command("serve")
+    @click.argument("model")
+    @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+    @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: a free port.")
+    @click.option("--name", default=None, help="Model name in /v1/models [default: MODEL].")
+    @click.option("--device", default="auto", show_default=True)
+    @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
+                  show_default=True)
+    @click.option("--max-batch", type=click.IntRange(min=1), default=32, show_default=True,
+                  help="Most requests generated together.")
+    def serve(model: str, host: str, port: int, name: str | None, device: str, dtype: str, max_batch: int) -> None:
+        """Serve MODEL (a folder, tiny, smollm2-135m, a checkpoint or run) over an OpenAI-compatible HTTP API."""
+        policy = HFBackend(HFBackendConfig(model=model, device=device, dtype=dtype))  # type: ignore[arg-type]
+        server = ModelServer(policy, name=name or model, host=host, port=port, max_batch=max_batch)
+
+        def stop(_signum: int, _frame: Any) -> None:
+            threading.Thread(target=server._httpd.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        click.echo(f"serving {name or model} ({policy.source}) at {server.url}")
+        sys.stdout.flush()
+        server.serve_forever()
+        server.stop()
+        click.echo("stopped", err=True)
+
