@@ -77,7 +77,8 @@ def _print_result(settings: dict[str, Any], result: dict[str, Any], run_dir: Pat
     from rich.table import Table
 
     k = settings["group_size"]
-    keys = ("groups", "trajectories", "success", "pass@1", f"pass@{k}", f"avg@{k}", "reward_mean", "env_errors")
+    keys = tuple(dict.fromkeys(("groups", "trajectories", "success", "pass@1", f"pass@{k}", f"avg@{k}", "reward_mean",
+                                "env_errors")))
     table = Table(title=f"ragen eval {settings['model']} ({settings['backend']}, temperature "
                         f"{settings['temperature']:g})")
     for col in ("env", *keys):
