@@ -2,7 +2,7 @@
 
 Keys are collected from what the code actually emits: a scripted ``ragen rollout`` (the core's rollout metrics and a
 filter's), every built-in filter and diagnostic run on synthetic batches, and (slow) a tiny training run of the
-native trainer with a critic, the KL loss, a warm-start and validation. Glossary entries may be patterns:
+native trainer with a critic, the KL loss, a warm-start and validation, plus a ``ragen eval`` of the tiny model. Glossary entries may be patterns:
 ``<variant>``, ``<family>`` or ``<k>`` stand for one path segment or part of one.
 """
 
@@ -104,7 +104,11 @@ def test_training_metrics_are_documented_and_the_glossary_is_not_stale(tmp_path:
           "--run-dir", str(run)])
     run_keys = _run_keys(run)
     assert {"actor/pg_loss", "actor/kl_loss", "critic/vf_loss", "warm_start/loss_last", "val/success"} <= run_keys
-    keys = run_keys | component_keys()
+    _cli(["eval", "--model", "tiny", "--env", "sokoban", "--groups", "1", "--group-size", "2",
+          "--run-dir", str(tmp_path / "eval")])
+    eval_keys = _run_keys(tmp_path / "eval")
+    assert {"eval/sokoban/success", "eval/all/pass@2"} <= eval_keys
+    keys = run_keys | eval_keys | component_keys()
     missing = undocumented(keys)
     assert not missing, f"metrics missing from docs/metrics.md (add a row: meaning, healthy, what to do): {missing}"
     stale = [name for name in documented() if not any(_regex(name).match(k) for k in keys)]
