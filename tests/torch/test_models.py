@@ -97,6 +97,24 @@ def test_tiny_tokenizer_round_trips_env_text(tiny: tuple) -> None:
     print(f"sokoban user turn: {len(texts[1])} chars -> {len(sokoban)} tokens")
 
 
+def test_tiny_tokenizer_keeps_one_token_per_board_cell(tiny: tuple) -> None:
+    """No merge fuses board cells: every grid row tokenises cell by cell (the line end may join the last cell), so
+    the board's geometry is a fixed token offset; words keep their merges."""
+    from ragen_core.plugins import build_plugin_manager, collect_registries
+
+    _, tokenizer = tiny
+    registries = collect_registries(build_plugin_manager(
+        environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": "ragen_plugins_envs"}))
+    for name in ("sokoban", "sokoban_8x8_2box", "frozenlake", "frozenlake_det"):
+        env = registries.envs.make(name)
+        for seed in range(5):
+            obs, _ = env.reset(seed=seed)
+            for row in obs.splitlines():
+                pieces = [tokenizer.decode([i]) for i in tokenizer.encode(row + "\n", add_special_tokens=False)]
+                assert [p.strip("\n") for p in pieces if p != "\n"] == list(row), (name, seed, row, pieces)
+    assert len(tokenizer.encode(" the state and", add_special_tokens=False)) == 3
+
+
 def test_tiny_special_and_tag_tokens_are_single(tiny: tuple) -> None:
     _, tokenizer = tiny
     ids = {}
