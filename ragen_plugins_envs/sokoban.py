@@ -4,7 +4,7 @@ Rules (gym-sokoban's, which RAGEN uses unchanged):
 
 - The room is a grid enclosed by walls. The player moves ``Up``, ``Down``, ``Left`` or ``Right``; walking into a box
   pushes it one cell if the cell behind it is free (not a wall, not another box). Boxes cannot be pulled.
-- Reward per step: ``-0.1``; ``+1`` when the step pushes a box onto a target, ``-1`` when it pushes one off a target;
+- Reward per step: ``-0.1`` (option ``step_penalty``); ``+1`` when the step pushes a box onto a target, ``-1`` when it pushes one off a target;
   ``+10`` when every box is on a target, which ends the episode (``terminated=True``, ``success=True``).
 - Walking into a wall, or pushing a box into a wall or another box, is a *valid* action that changes nothing:
   ``action_is_valid=True``, ``action_is_effective=False``, reward ``-0.1`` (as in gym-sokoban).
@@ -189,6 +189,10 @@ class SokobanConfig:
     :ivar max_generation_tries: topologies tried before :class:`SokobanGenerationError`.
     :ivar reverse_search: ``"dfs"`` (gym-sokoban's reverse play, RAGEN's rooms) or ``"bfs"`` (harder rooms).
     :ivar compute_optimal_moves: solve each new room at reset and report ``info["optimal_moves"]``.
+    :ivar step_penalty: reward of every valid action on top of the box rewards (RAGEN's and gym-sokoban's -0.1).
+        With a weak policy whose episodes rarely succeed, this cost is most of the reward signal and rewards doing
+        less (fewer actions, or unparseable answers, which cost only the format penalty); 0 leaves the outcome
+        rewards alone.
     """
 
     dim_room: tuple[int, int] = attrs.field(default=(6, 6), converter=tuple, validator=_check_dim_room)
@@ -206,6 +210,7 @@ class SokobanConfig:
     max_generation_tries: int = attrs.field(default=1000, validator=_at_least(1))
     reverse_search: Literal["dfs", "bfs"] = attrs.field(default="dfs", validator=attrs.validators.in_(("dfs", "bfs")))
     compute_optimal_moves: bool = True
+    step_penalty: float = STEP_PENALTY
 
     def __attrs_post_init__(self) -> None:
         rows, cols = self.dim_room
@@ -669,7 +674,7 @@ class SokobanEnv(TextEnv):
         moved = self._move(index)
         self._num_steps += 1
         on_after = self._boxes_on_target()
-        reward = STEP_PENALTY
+        reward = self.config.step_penalty
         if on_after > on_before:
             reward += BOX_ON_REWARD
         elif on_after < on_before:
