@@ -136,23 +136,23 @@ class ReinforcePPConfig:
     """Options of :class:`ReinforcePP`.
 
     :ivar gamma: discount per token (veRL's ``algorithm.gamma``, 1.0).
-    :ivar reset_at_masked: veRL's behaviour (default): the running return restarts at every masked token, so a
-        return never crosses an observation gap — in a multi-turn row each turn only sees the rewards of its own
-        tokens. False carries the return across masked tokens over generated tokens only (as :class:`GAE` does):
-        ``G_t = r_t + gamma * G_{next generated token}``.
+    :ivar reset_at_masked: False (default, veRL 0.9.1's ``compute_reinforce_plus_plus_outcome_advantage``): the
+        running return is carried across masked tokens over generated tokens only (as :class:`GAE` does),
+        ``G_t = r_t + gamma * G_{next generated token}``. True restarts the running return at every masked token
+        (older veRL releases, RAGEN's fork), so in a multi-turn row each turn only sees the rewards of its own
+        tokens.
     """
 
     gamma: float = attrs.field(default=1.0, validator=unit_interval)
-    reset_at_masked: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    reset_at_masked: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 class ReinforcePP:
     """REINFORCE++ (veRL's ``compute_reinforce_plus_plus_outcome_advantage``): discounted returns, then whitened.
 
-    veRL walks each row backwards with ``running = r_t + gamma * running; returns_t = running;
-    running *= response_mask_t``: the return at a generated token is ``r_t + gamma * G_{t+1}`` when token ``t+1``
-    is generated and just ``r_t`` when it is masked (or the row ends). ``reset_at_masked=False`` instead continues
-    through masked tokens to the next generated one. Masked rewards never count. Advantages are the returns
+    veRL 0.9.1 walks each row backwards with ``running = r_t + gamma * running`` at generated tokens and carries
+    ``running`` unchanged through masked ones: the return at a generated token is ``r_t + gamma * G`` of the next
+    generated token. ``reset_at_masked=True`` (older veRL) instead restarts it at a masked token. Masked rewards never count. Advantages are the returns
     whitened over all generated tokens of the batch (veRL's ``masked_whiten``, unbiased variance, ``+ 1e-8``);
     returns are the unwhitened discounted returns.
     """

@@ -136,7 +136,7 @@ def rloo(inp: AdvantageInput):
     return a, a
 
 
-def reinforce_pp(inp: AdvantageInput, gamma: float = 1.0, reset_at_masked: bool = True):
+def reinforce_pp(inp: AdvantageInput, gamma: float = 1.0, reset_at_masked: bool = False):
     rewards, mask, _g = _lists(inp)
     returns = _zeros(mask)
     for i in range(len(mask)):

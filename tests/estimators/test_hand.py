@@ -97,12 +97,13 @@ def test_rloo() -> None:
 def test_reinforce_pp_returns() -> None:
     inp = AdvantageInput(token_rewards=np.array([[0.0, 1.0, 7.0, 0.0, 2.0]]),
                          response_mask=np.array([[1, 1, 0, 1, 1]]), group_ids=[0])
-    assert ReinforcePP().compute(inp).returns.tolist() == [[1.0, 1.0, 0.0, 2.0, 2.0]]  # veRL: reset at the gap
-    carry = ReinforcePP(ReinforcePPConfig(reset_at_masked=False)).compute(inp)
+    reset = ReinforcePP(ReinforcePPConfig(reset_at_masked=True)).compute(inp)  # older veRL: reset at the gap
+    assert reset.returns.tolist() == [[1.0, 1.0, 0.0, 2.0, 2.0]]
+    carry = ReinforcePP().compute(inp)  # veRL 0.9.1: carried across the gap
     assert carry.returns.tolist() == [[3.0, 3.0, 0.0, 2.0, 2.0]]
     half = ReinforcePP(ReinforcePPConfig(gamma=0.5, reset_at_masked=False)).compute(inp)
     assert half.returns.tolist() == [[0.75, 1.5, 0.0, 1.0, 2.0]]
-    adv = ReinforcePP().compute(inp).advantages
+    adv = ReinforcePP(ReinforcePPConfig(reset_at_masked=True)).compute(inp).advantages
     x = np.array([1.0, 1.0, 2.0, 2.0])  # mean 1.5, unbiased var 1/3
     assert np.allclose(adv[0, [0, 1, 3, 4]], (x - 1.5) / math.sqrt(1 / 3 + 1e-8))
     assert adv[0, 2] == 0.0

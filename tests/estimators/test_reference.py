@@ -85,15 +85,16 @@ def test_observation_tokens_do_not_break_the_recursion(name: str, data: st.DataO
         assert np.all(a[:, ~kept] == 0.0)
 
 
-def test_reinforce_pp_default_resets_at_observation_gaps() -> None:
-    """veRL's REINFORCE++ restarts the running return at masked tokens: an inserted gap changes the returns."""
+def test_reinforce_pp_resets_at_observation_gaps_only_when_asked() -> None:
+    """Older veRL restarts the running return at masked tokens (reset_at_masked=True): an inserted gap changes the
+    returns. The default (veRL 0.9.1) carries it across."""
     inp = AdvantageInput(token_rewards=np.array([[0.0, 1.0]]), response_mask=np.array([[1, 1]]), group_ids=[0])
     gap = AdvantageInput(token_rewards=np.array([[0.0, 5.0, 1.0]]), response_mask=np.array([[1, 0, 1]]),
                          group_ids=[0])
-    assert ReinforcePP().compute(inp).returns.tolist() == [[1.0, 1.0]]
-    assert ReinforcePP().compute(gap).returns.tolist() == [[0.0, 0.0, 1.0]]
-    carry = ReinforcePP(ReinforcePPConfig(reset_at_masked=False))
-    assert carry.compute(gap).returns.tolist() == [[1.0, 0.0, 1.0]]
+    reset = ReinforcePP(ReinforcePPConfig(reset_at_masked=True))
+    assert reset.compute(inp).returns.tolist() == [[1.0, 1.0]]
+    assert reset.compute(gap).returns.tolist() == [[0.0, 0.0, 1.0]]
+    assert ReinforcePP().compute(gap).returns.tolist() == [[1.0, 0.0, 1.0]]
 
 
 @PROPERTY
