@@ -165,17 +165,22 @@ def _add_trainer_command(cli: click.Group, mode: str) -> None:
     @click.option("--run-dir", type=click.Path(file_okay=False), default=None, help="Run directory.")
     @click.option("--resume", type=click.Path(file_okay=False), default=None,
                   help="Continue the run in this directory from its latest checkpoint.")
-    def command(args: tuple[str, ...], run_dir: str | None, resume: str | None) -> None:
-        run_trainer(mode, args, run_dir, resume)
+    @click.option("--replay", type=click.Path(file_okay=False), default=None, hidden=mode != "train",
+                  help="Train on the rollouts this run directory recorded (trainer.record_rollouts) instead of "
+                       "sampling; its config, with any overrides.")
+    def command(args: tuple[str, ...], run_dir: str | None, resume: str | None, replay: str | None) -> None:
+        run_trainer(mode, args, run_dir, resume, replay)
 
     command.__doc__ = (f"{'Train' if mode == 'train' else 'Evaluate'} with the trainer named in config: "
                        f"ragen {mode} [CONFIG] [key=value ...]. Without CONFIG, the trainer's embedded preset.")
     command.help = command.__doc__
 
 
-def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, resume: str | None = None) -> None:
+def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, resume: str | None = None,
+                replay: str | None = None) -> None:
     """``train(run)`` (mode ``train``) or ``evaluate(run)`` (``eval``) of the trainer named in the config, in a new run
-    directory or continuing ``resume`` from its latest checkpoint; prints the summary."""
+    directory or continuing ``resume`` from its latest checkpoint, sampling or replaying the rollouts recorded in
+    ``replay``; prints the summary."""
     from ragen_core.config import load_config, resolve_config
     from ragen_core.log import configure_logging
     from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
@@ -186,6 +191,11 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, re
     if resume is not None:
         checkpoint = _latest_checkpoint(Path(resume))
         path, run_dir = path or str(Path(resume) / "config.yaml"), resume
+    if replay is not None:
+        if not (Path(replay) / "rollouts").is_dir():
+            raise RagenError(f"cannot replay: {replay!r} holds no recorded rollouts (no rollouts/ folder)",
+                             hint="record a run with trainer.record_rollouts=true")
+        path = path or str(Path(replay) / "config.yaml")
     config = load_config(path, overrides)
     pm = build_plugin_manager(config)
     registries = collect_registries(pm)
@@ -203,7 +213,11 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, re
     configure_logging(config.run.log_format, config.run.log_level)
     resolved = resolve_config(config, registries, pm, strict=True)
     trainer = load_component_class(registries.trainers.get(config.trainer.name))(resolved.trainer)
+    if replay is not None and not getattr(trainer, "supports_replay", False):
+        raise ConfigError(f"trainer {config.trainer.name!r} cannot replay recorded rollouts")
     run = start_run(resolved, registries, pm, mode, run_dir)
+    if replay is not None:
+        run.state["replay_dir"] = str(replay)
     if checkpoint is not None:
         run.state["resume_checkpoint"] = str(checkpoint)
     result = execute(run, getattr(trainer, "train" if mode == "train" else "evaluate"))

@@ -7,15 +7,18 @@ with the same ``group_id`` started from the same seed (GRPO-style groups).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import os
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
 
-__all__ = ["RolloutBatch", "Trajectory", "Turn", "random_batch"]
+__all__ = ["RolloutBatch", "Trajectory", "Turn", "random_batch", "read_batches", "write_batches"]
 
 
 @attrs.define
@@ -107,6 +110,44 @@ class RolloutBatch:
 
     def __len__(self) -> int:
         return len(self.trajectories)
+
+
+def _plain(value: Any) -> Any:
+    """JSON for what env infos may hold beyond JSON types (numpy scalars and arrays, tuples, sets)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    raise TypeError(f"cannot record a {type(value).__name__} in a trajectory: {value!r:.80}")
+
+
+def write_batches(path: str | os.PathLike[str], batches: list[RolloutBatch]) -> None:
+    """Write ``batches`` (one rollout step: the first batch and any extra rounds) to ``path`` as gzipped JSON lines,
+    one trajectory per line tagged with its batch index, atomically (a partial file never appears)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+            for i, batch in enumerate(batches):
+                for traj in batch:
+                    fh.write(json.dumps({"batch": i, **attrs.asdict(traj)}, default=_plain) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_batches(path: str | os.PathLike[str]) -> list[RolloutBatch]:
+    """Read what :func:`write_batches` wrote: the same trajectories, token ids, log-probs and rewards."""
+    batches: list[RolloutBatch] = []
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            index, turns = row.pop("batch"), [Turn(**t) for t in row.pop("turns")]
+            while len(batches) <= index:
+                batches.append(RolloutBatch())
+            batches[index].trajectories.append(Trajectory(**row, turns=turns))
+    return batches
 
 
 def random_batch(seed: int, n_groups: int | None = None, group_size: int | None = None) -> RolloutBatch:

@@ -21,6 +21,7 @@ import numpy as np
 from ragen_core.batching import advantage_input, build_samples, normalise_scores
 from ragen_core.chat import ChatCodec
 from ragen_core.config import plan_env_groups
+from ragen_core.data import read_batches, write_batches
 from ragen_core.errors import RagenError
 from ragen_core.protocols import DiagnosticContext
 from ragen_core.rollout import make_episodes, run_lockstep
@@ -85,6 +86,8 @@ class TorchTrainerConfig:
         1% (RAGEN's rules).
     :ivar generation_batch: most sequences sampled in one ``generate`` call.
     :ivar diagnostics_every: compute the configured diagnostics at step 1 and every this many steps.
+    :ivar record_rollouts: save every step's rollouts (token ids, log-probs, rewards; extra dynamic-sampling rounds
+        too) to ``rollouts/step_NNNNNN.jsonl.gz`` in the run directory, for ``ragen train --replay RUN_DIR``.
     """
 
     model: str = "tiny"
@@ -120,6 +123,7 @@ class TorchTrainerConfig:
     early_stop: bool = True
     generation_batch: int = attrs.field(default=128, validator=_pos)
     diagnostics_every: int = attrs.field(default=5, validator=_pos)
+    record_rollouts: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.mini_batch_size % self.micro_batch_size:
@@ -131,6 +135,8 @@ class TorchTrainer:
     """``train(run)`` and ``evaluate(run)`` for the ``torch`` trainer spec."""
 
     config_cls = TorchTrainerConfig
+    #: ``ragen train --replay RUN_DIR`` trains on recorded rollouts (see ``record_rollouts``)
+    supports_replay = True
 
     def __init__(self, config: TorchTrainerConfig) -> None:
         self.config = config
@@ -184,6 +190,8 @@ class TorchTrainer:
             self.ref = ref.eval().requires_grad_(False)
         self.start_step = 0
         self.empty_steps = 0
+        self.replay_dir = Path(run.state["replay_dir"]) if run.state.get("replay_dir") else None
+        self._rounds: list[Any] = []  # this step's rollout rounds: recorded, or being replayed
         if resume:
             state = json.loads((Path(resume) / "state.json").read_text())
             self.start_step, self.empty_steps = state["step"], state["empty_steps"]
@@ -251,8 +259,13 @@ class TorchTrainer:
         torch.manual_seed(cfg.run.seed * 1_000_003 + step)
         seeds = group_seeds(cfg.rollout.seed_train, (step - 1) * cfg.rollout.env_groups, cfg.rollout.env_groups)
         tokens_before = self.policy.generated_tokens
-        batch, gen_s = self._rollout(run, run.resolved.env_plan, seeds, cfg.rollout.group_size,
-                                     cfg.rollout.temperature)
+        if self.replay_dir is not None:
+            self._rounds = replayed_rounds(self.replay_dir, step)
+            batch, gen_s = self._rounds.pop(0), 0.0
+        else:
+            batch, gen_s = self._rollout(run, run.resolved.env_plan, seeds, cfg.rollout.group_size,
+                                         cfg.rollout.temperature)
+            self._rounds = [batch]
         rollout_s = time.perf_counter() - t0
         ctx = run.step_context(step, batch)
         for traj in batch:
@@ -282,6 +295,8 @@ class TorchTrainer:
             if hasattr(self.filter, "metrics"):
                 metrics.update(self.filter.metrics())
             loss_scale = float(selection.metrics.get("rollout/filter_loss_scale", 1.0))
+        if tc.record_rollouts and self.replay_dir is None:
+            write_batches(run.run_dir / "rollouts" / f"step_{step:06d}.jsonl.gz", self._rounds)
         kept_ok = [t for t in kept if t.env_error is None]
         update_s = 0.0
         if not kept_ok:
@@ -361,6 +376,12 @@ class TorchTrainer:
         state = {"round": 0}
 
         def rollout(n: int) -> Any:
+            if self.replay_dir is not None:
+                if not self._rounds:
+                    raise RagenError(f"replay: step {step} of {str(self.replay_dir)!r} recorded fewer dynamic-"
+                                     "sampling rounds than this run asks for",
+                                     hint="replay with the recorded run's filter settings")
+                return self._rounds.pop(0)
             state["round"] += 1
             base = 10**7 + step * 10**4 + state["round"] * 10**3
             slots = [(name, opts) for name, g, opts in run.resolved.env_plan for _ in range(g)]
@@ -369,6 +390,7 @@ class TorchTrainer:
                                      cfg.rollout.group_size, cfg.rollout.temperature)
             for t in batch:
                 t.group_id += base
+            self._rounds.append(batch)
             return batch
 
         return rollout
@@ -551,6 +573,18 @@ def adjust_samples(samples: list[Any], multiple: int, mode: str, seed: int = 0) 
 
 def _pad_np(a: np.ndarray, width: int) -> np.ndarray:
     return np.pad(a, ((0, 0), (0, width - a.shape[1])))
+
+
+def replayed_rounds(run_dir: Path, step: int) -> list[Any]:
+    """The rollout rounds ``run_dir`` recorded at ``step`` (``trainer.record_rollouts``)."""
+    path = run_dir / "rollouts" / f"step_{step:06d}.jsonl.gz"
+    if not path.exists():
+        recorded = sorted((run_dir / "rollouts").glob("step_*.jsonl.gz"))
+        have = (f"it recorded steps {int(recorded[0].name[5:11])}..{int(recorded[-1].name[5:11])}" if recorded
+                else "it recorded no rollouts")
+        raise RagenError(f"replay: {str(run_dir)!r} has no rollouts for step {step}: {have}",
+                         hint="record with trainer.record_rollouts=true, and replay at most as many steps")
+    return read_batches(path)
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
