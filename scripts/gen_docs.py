@@ -391,8 +391,9 @@ def render_config() -> str:
         "configuration is built in this order, later wins:",
         "",
         "1. the defaults below;",
-        "2. for `ragen train` / `ragen eval` without a config file, the trainer's embedded preset "
-        "(see [Trainer presets](#trainer-presets));",
+        "2. for `ragen train` (and `ragen eval` without `--model`) without a config file, the selected trainer's "
+        "embedded preset (see [Trainer presets](#trainer-presets)); `ragen eval --model RUN_DIR` starts from that "
+        "run's `config.yaml`;",
         "3. the YAML file given on the command line (`ragen train my.yaml`);",
         "4. dotted `key=value` overrides, typed as YAML (`rollout.group_size=8`, `filter=top_p`, "
         "`\"envs=[{name: sokoban, groups: 6}, {name: bandit, groups: 2}]\"`).",
@@ -508,9 +509,10 @@ def render_config() -> str:
 
     # presets
     out += ["## Trainer presets", "",
-            "`ragen train` and `ragen eval` without a config file start from the selected trainer's embedded "
-            "preset instead of the bare defaults above (overrides still apply on top). `make train` runs "
-            "`ragen train` with no arguments, so it runs the `torch` preset.", ""]
+            "`ragen train` (and `ragen eval` without `--model`) without a config file starts from the selected "
+            "trainer's embedded preset instead of the bare defaults above; overrides still apply on top, and "
+            "`trainer=NAME` selects whose preset. `make train` runs `ragen train` with no arguments: the `torch` "
+            "preset.", ""]
     for spec in registries.trainers:
         path = spec.preset_path() if hasattr(spec, "preset_path") else None
         if path is None:
