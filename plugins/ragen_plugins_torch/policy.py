@@ -11,7 +11,7 @@ from ragen_core.rollout import GenerationRequest, GenerationResult
 
 from .losses import token_logprobs_entropy
 
-__all__ = ["HFPolicy", "pad_left", "pad_right"]
+__all__ = ["HFPolicy", "pad_left", "pad_right", "token_logprobs"]
 
 
 def pad_left(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -113,16 +113,167 @@ class HFPolicy:
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
         return token_logprobs_entropy(logits, input_ids[:, 1:], temperature)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def score(self, prompts: list[list[int]], continuations: list[list[int]], batch_size: int = 16) -> list[list[float]]:
-        """Log-prob of each continuation token given its prompt (teacher forcing), batched."""
+        """Log-prob of each continuation token given its prompt (teacher forcing), one (prompt, continuation) pair per
+        row, ``batch_size`` full sequences per forward pass. For every prompt × every continuation prefer
+        :meth:`score_matrix`, which encodes each prompt once."""
         out: list[list[float]] = []
+        was_training = self.model.training
         self.model.eval()
-        for s in range(0, len(prompts), batch_size):
-            rows = [p + c for p, c in zip(prompts[s:s + batch_size], continuations[s:s + batch_size])]
-            ids = pad_right(rows, self.pad_id, torch.long).to(self.device)
-            mask = pad_right([[1] * len(r) for r in rows], 0, torch.long).to(self.device)
-            logp, _ = self.forward_logprobs(ids, mask)
-            for k, (p, c) in enumerate(zip(prompts[s:s + batch_size], continuations[s:s + batch_size])):
-                out.append(logp[k, len(p) - 1:len(p) - 1 + len(c)].tolist())
+        try:
+            for s in range(0, len(prompts), batch_size):
+                pairs = list(zip(prompts[s:s + batch_size], continuations[s:s + batch_size]))
+                for p, _c in pairs:
+                    if not p:
+                        raise ValueError("score: a prompt is empty (the first continuation token needs a context)")
+                rows = [list(p) + list(c) for p, c in pairs]
+                ids = pad_right(rows, self.pad_id, torch.long).to(self.device)
+                mask = pad_right([[1] * len(r) for r in rows], 0, torch.long).to(self.device)
+                logits = self.model(input_ids=ids, attention_mask=mask).logits
+                for k, (p, c) in enumerate(pairs):
+                    span = logits[k, len(p) - 1:len(p) - 1 + len(c)]
+                    out.append(token_logprobs(span, ids[k, len(p):len(p) + len(c)]).tolist())
+        finally:
+            if was_training:
+                self.model.train()
         return out
+
+    #: the most tokens fed per forward pass of :meth:`score_matrix` (rows × packed length; bounds its memory)
+    score_tokens: int = 8192
+    #: continuations are packed into one row up to this many tokens (a longer one gets a row of its own)
+    score_pack_tokens: int = 256
+
+    @torch.inference_mode()
+    def score_matrix(self, prompts: list[list[int]], continuations: list[list[int]]) -> Any:
+        """Summed log-probs of every continuation after every prompt: a float64 array ``[len(prompts),
+        len(continuations)]`` whose ``[j, i]`` is Σ_t log p(c_i[t] | prompt_j, c_i[:t]) (0 for an empty
+        continuation), equal to summing :meth:`score` over all pairs at a fraction of the cost:
+
+        - **one encoding per prompt.** ``prompt[:-1]`` is encoded once, prompts of similar lengths together (right
+          padded; causality keeps the padding out of the real tokens' view), and its KV cache serves every
+          continuation;
+        - **packed continuations.** Continuations, sorted by length, are packed into rows of up to
+          :attr:`score_pack_tokens` tokens as segments ``[prompt[-1], c[0], …, c[-2]]`` (the last token of a
+          continuation is only ever a target), each segment at the positions that follow its prompt and seeing, through
+          a 4-D attention mask, only its prompt and its own earlier tokens — the same view as in ``prompt + c`` alone;
+          no padding inside a pack, and the cache is never copied per continuation;
+        - **only the needed log-probs**: logit − logsumexp gathered at the target tokens, no log-softmax tensor, no
+          logits over prompt tokens.
+
+        Forward passes hold at most :attr:`score_tokens` tokens. A model whose attention takes no custom 4-D mask
+        (anything but ``sdpa`` and ``eager``) is scored pair by pair through :meth:`score`.
+        """
+        import numpy as np
+
+        for p in prompts:
+            if not p:
+                raise ValueError("score_matrix: a prompt is empty (the first continuation token needs a context)")
+        out = np.zeros((len(prompts), len(continuations)), dtype=np.float64)
+        todo = sorted((i for i in range(len(continuations)) if continuations[i]), key=lambda i: len(continuations[i]))
+        if not todo or not prompts:
+            return out
+        if getattr(self.model.config, "_attn_implementation", None) not in ("sdpa", "eager"):
+            pairs = [(j, i) for j in range(len(prompts)) for i in todo]
+            rows = self.score([list(prompts[j]) for j, _i in pairs], [list(continuations[i]) for _j, i in pairs])
+            for (j, i), row in zip(pairs, rows):
+                out[j, i] = float(np.sum(np.asarray(row, dtype=np.float64)))
+            return out
+        packs = [_Pack(self.device, [list(continuations[i]) for i in idx], idx)
+                 for idx in _pack_by_tokens(todo, [len(c) for c in continuations], self.score_pack_tokens)]
+        widest = max(len(pk.targets) for pk in packs)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            by_length = sorted(range(len(prompts)), key=lambda j: len(prompts[j]))
+            start = 0
+            while start < len(by_length):
+                group = [by_length[start]]
+                while (start + len(group) < len(by_length) and (len(group) + 1) * max(
+                        widest, len(prompts[by_length[start + len(group)]])) <= self.score_tokens):
+                    group.append(by_length[start + len(group)])
+                start += len(group)
+                self._score_group([list(prompts[j]) for j in group], packs, out, group)
+        finally:
+            if was_training:
+                self.model.train()
+        return out
+
+    def _score_group(self, prompts: list[list[int]], packs: list[_Pack], out: Any, rows_out: list[int]) -> None:
+        """Score every pack after every prompt of ``prompts`` (one cache for all) into ``out[rows_out[r], …]``."""
+        import numpy as np
+
+        dtype = self.model.get_input_embeddings().weight.dtype
+        if not dtype.is_floating_point:
+            dtype = torch.float32
+        device = self.device
+        context = torch.tensor([len(p) - 1 for p in prompts], device=device)  # cached tokens of each prompt
+        width = int(context.max())
+        cache = None
+        if width:
+            ids = pad_right([p[:-1] for p in prompts], self.pad_id, torch.long).to(device)
+            cache = self.model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+        last = torch.tensor([p[-1] for p in prompts], device=device)
+        sees_prompt = (torch.arange(width, device=device)[None, :] < context[:, None])[:, None, None, :]
+        rows = len(prompts)
+        for pk in packs:
+            q = len(pk.targets)
+            feed = pk.inputs.expand(rows, q).clone()
+            feed[:, pk.starts] = last[:, None]
+            allowed = torch.cat([sees_prompt.expand(rows, 1, q, width), pk.allowed.expand(rows, 1, q, q)], dim=-1)
+            mask = torch.zeros(allowed.shape, dtype=dtype, device=device)
+            mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+            positions = context[:, None] + pk.offsets[None, :]
+            logits = self.model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                                use_cache=cache is not None).logits
+            if cache is not None:
+                cache.crop(width)  # drop this pack's keys and values, keep the prompts'
+            logp = token_logprobs(logits, pk.targets.expand(rows, q)).double()
+            sums = torch.zeros(rows, len(pk.index), dtype=torch.float64, device=device)
+            sums.index_add_(1, pk.segments, logp)
+            out[np.ix_(rows_out, pk.index)] = sums.cpu().numpy()
+
+
+class _Pack:
+    """Continuations packed into one row: segment k is ``[prompt[-1], c_k[0], …, c_k[-2]]`` (the prompt's last token
+    is filled in per row at ``starts``), targets ``c_k``; ``offsets`` are positions relative to the prompt's last token;
+    ``allowed[a, b]``: token a may attend to token b (same segment, not later)."""
+
+    def __init__(self, device: Any, conts: list[list[int]], index: list[int]) -> None:
+        inputs: list[int] = []
+        offsets: list[int] = []
+        segments: list[int] = []
+        starts: list[int] = []
+        for k, c in enumerate(conts):
+            starts.append(len(inputs))
+            inputs += [0, *c[:-1]]
+            offsets += range(len(c))
+            segments += [k] * len(c)
+        self.index = index  # the continuations' positions in the caller's list
+        self.inputs = torch.tensor([inputs], dtype=torch.long, device=device)
+        self.targets = torch.tensor([t for c in conts for t in c], dtype=torch.long, device=device)
+        self.offsets = torch.tensor(offsets, dtype=torch.long, device=device)
+        self.segments = torch.tensor(segments, dtype=torch.long, device=device)
+        self.starts = torch.tensor(starts, dtype=torch.long, device=device)
+        self.allowed = ((self.segments[:, None] == self.segments[None, :])
+                        & (self.offsets[None, :] <= self.offsets[:, None]))[None, None]
+
+
+def _pack_by_tokens(order: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """Consecutive runs of ``order`` whose lengths add up to at most ``budget`` (at least one item each)."""
+    packs: list[list[int]] = []
+    size = 0
+    for i in order:
+        if not packs or size + lengths[i] > budget:
+            packs.append([])
+            size = 0
+        packs[-1].append(i)
+        size += lengths[i]
+    return packs
+
+
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log softmax(logits)[target] at each position (``logits[..., t, :]`` predicts ``targets[..., t]``), in float32,
+    without materialising the whole log-softmax."""
+    logits = logits.float()
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
