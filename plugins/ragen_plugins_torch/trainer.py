@@ -126,6 +126,9 @@ class TorchTrainerConfig:
     record_rollouts: bool = False
 
     def __attrs_post_init__(self) -> None:
+        if self.use_kl_loss and self.lora_rank and self.warm_start_steps:
+            raise ValueError("'use_kl_loss' with lora_rank and a warm-start is not supported (the KL reference is the "
+                             "warm-started model, and LoRA keeps its warm-start in adapters): drop one of the three")
         if self.mini_batch_size % self.micro_batch_size:
             raise ValueError(f"'mini_batch_size' must be a multiple of micro_batch_size: {self.mini_batch_size} "
                              f"vs {self.micro_batch_size}")
@@ -186,7 +189,10 @@ class TorchTrainer:
                 self.critic.load_state_dict(torch.load(Path(resume) / "critic.pt", map_location=self.device))
             self.critic_optim = torch.optim.AdamW(self.critic.parameters(), lr=tc.critic_lr)
         if tc.use_kl_loss:
-            ref, _ = load_model_and_tokenizer(tc.model, dtype=dtype, device=self.device)
+            # the reference is the policy RL starts from: trainer.model, or the warm-started model that the run saved
+            saved = run.run_dir / "reference"
+            ref, _ = load_model_and_tokenizer(str(saved) if resume and saved.exists() else tc.model, dtype=dtype,
+                                              device=self.device)
             self.ref = ref.eval().requires_grad_(False)
         self.start_step = 0
         self.empty_steps = 0
@@ -511,6 +517,10 @@ class TorchTrainer:
                             batch_size=tc.warm_start_batch, seed=cfg.run.seed, log=run.log)
         run.write_metrics(0, {"warm_start/loss_first": losses[0], "warm_start/loss_last": losses[-1],
                               "warm_start/samples": float(len(samples))})
+        if self.ref is not None:  # the KL reference is the warm-started policy (kept for --resume)
+            self.ref.load_state_dict(self.policy.model.state_dict())
+            self.ref.save_pretrained(run.run_dir / "reference")
+            self.policy.tokenizer.save_pretrained(run.run_dir / "reference")
 
     # ------------------------------------------------------------------------------------------- checkpoints
     def _checkpoint(self, run: Any, step: int) -> Path:

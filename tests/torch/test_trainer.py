@@ -144,3 +144,21 @@ def test_replay_errors_are_clear(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "no rollouts for step 2" in res.output + str(res.exception)
     res = CliRunner().invoke(cli, ["train", "--replay", str(tmp_path / "nothing")])
     assert res.exit_code != 0 and "holds no recorded rollouts" in res.output + str(res.exception)
+
+
+def test_the_kl_reference_is_the_warm_started_policy_and_survives_resume(tmp_path: Path) -> None:
+    run = tmp_path / "kl"
+    steps = step_lines(train(run, "trainer.steps=1", "trainer.use_kl_loss=true", "trainer.warm_start_steps=20",
+                             "trainer.warm_start_lr=0.01"))
+    # against the untrained model the KL after 20 warm-start steps at lr 0.01 would be nats; against itself ~0
+    assert 0.0 <= steps[1]["actor/kl_loss"] < 1e-3
+    assert (run / "reference" / "config.json").exists()
+    resumed = step_lines(train(run, "trainer.steps=2", resume=True))
+    assert 0.0 <= resumed[2]["actor/kl_loss"] < 0.5
+
+
+def test_kl_with_lora_and_a_warm_start_is_refused() -> None:
+    from plugins.ragen_plugins_torch.trainer import TorchTrainerConfig
+
+    with pytest.raises(ValueError, match="use_kl_loss"):
+        TorchTrainerConfig(use_kl_loss=True, lora_rank=4, warm_start_steps=10)
