@@ -32,7 +32,9 @@ What differs, by design of each framework (all counted in its time):
 Step time: ragen's ``timing_s/step`` (rollout through optimiser step); TRL's ``on_step_begin`` → ``on_step_end``
 (generation through optimiser step). Generation time: ragen's ``timing_s/gen`` (inside ``policy.generate``), TRL's
 ``_generate_single_turn`` (padding, ``generate``, end-of-sequence masking). Update time: ragen's ``timing_s/update``;
-TRL's step time minus ``_generate_and_score_completions``.
+TRL's step time minus ``_generate_and_score_completions``. Process CPU seconds per step (all threads, validation
+excluded) and the best (shortest) step are printed too: on a shared machine a step's wall time can be stretched many
+times by other processes, CPU time and the best step much less so.
 """
 
 from __future__ import annotations
@@ -90,9 +92,29 @@ def run_ragen(args: argparse.Namespace, model_folder: str, workdir: Path) -> dic
     import io
 
     import yaml
+    from ragen_plugins_torch.trainer import TorchTrainer
 
     from ragen_core.cli import run_trainer
 
+    cpu: list[float] = []  # process CPU seconds of each step (validation excluded)
+    in_validation = {"cpu": 0.0}
+    orig_step, orig_validate = TorchTrainer._step, TorchTrainer._validate
+
+    def _step(trainer: Any, *a: Any, **kw: Any) -> Any:
+        in_validation["cpu"], c0 = 0.0, time.process_time()
+        try:
+            return orig_step(trainer, *a, **kw)
+        finally:
+            cpu.append(time.process_time() - c0 - in_validation["cpu"])
+
+    def _validate(trainer: Any, *a: Any, **kw: Any) -> Any:
+        c0 = time.process_time()
+        try:
+            return orig_validate(trainer, *a, **kw)
+        finally:
+            in_validation["cpu"] += time.process_time() - c0
+
+    TorchTrainer._step, TorchTrainer._validate = _step, _validate
     path = workdir / "ragen.yaml"
     path.write_text(yaml.safe_dump(config_data(args, model_folder), sort_keys=False))
     run_dir = workdir / "ragen-run"
@@ -109,6 +131,8 @@ def run_ragen(args: argparse.Namespace, model_folder: str, workdir: Path) -> dic
             "generated_tokens": round(x["perf/tokens_per_s"] * x["timing_s/gen"]),
             "trained_tokens": x.get("rollout/trained_tokens", 0.0), "reward_mean": x.get("rollout/reward_mean"),
         })
+    for row, c in zip(steps, cpu):
+        row["cpu_s"] = c
     return {"steps": steps}
 
 
@@ -222,16 +246,16 @@ def run_trl(args: argparse.Namespace, model_folder: str, workdir: Path) -> dict[
 
     class StepTimer(TrainerCallback):
         def on_step_begin(self, *_a: Any, **_k: Any) -> None:
-            self.t0 = time.perf_counter()
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
             for key in timings:
                 timings[key] = 0.0
             for key in counts:
                 counts[key] = 0
 
         def on_step_end(self, *_a: Any, **_k: Any) -> None:
-            step_s = time.perf_counter() - self.t0
-            steps.append({"step_s": step_s, "generation_s": timings["generation_s"], "rollout_s": timings["score_s"],
-                          "update_s": step_s - timings["score_s"], **counts})
+            step_s, cpu_s = time.perf_counter() - self.t0, time.process_time() - self.c0
+            steps.append({"step_s": step_s, "cpu_s": cpu_s, "generation_s": timings["generation_s"],
+                          "rollout_s": timings["score_s"], "update_s": step_s - timings["score_s"], **counts})
 
     trainer.add_callback(StepTimer())
     trainer.train()
@@ -249,11 +273,14 @@ def summarise(side: dict[str, Any]) -> dict[str, Any]:
     steps = side["steps"]
     measured = steps[1:] if len(steps) > 1 else steps
     mean = {k: sum(s[k] for s in measured) / len(measured) for k in
-            ("step_s", "generation_s", "rollout_s", "update_s", "generated_tokens", "trained_tokens")}
+            ("step_s", "cpu_s", "generation_s", "rollout_s", "update_s", "generated_tokens", "trained_tokens")}
     return {
         "first_step_s": steps[0]["step_s"],
         "measured_steps": len(measured),
         "seconds_per_step": mean["step_s"],
+        "best_seconds_per_step": min(s["step_s"] for s in measured),
+        "cpu_seconds_per_step": mean["cpu_s"],
+        "best_cpu_seconds_per_step": min(s["cpu_s"] for s in measured),
         "generation_s_per_step": mean["generation_s"],
         "rollout_s_per_step": mean["rollout_s"],
         "update_s_per_step": mean["update_s"],
@@ -319,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = {name: summarise(side) for name, side in sides.items()}
     ragen, trl = summary["ragen"], summary["trl"]
     ratio = ragen["seconds_per_step"] / trl["seconds_per_step"]
+    ratios = {"mean_wall": ratio, "best_wall": ragen["best_seconds_per_step"] / trl["best_seconds_per_step"],
+              "mean_cpu": ragen["cpu_seconds_per_step"] / trl["cpu_seconds_per_step"],
+              "best_cpu": ragen["best_cpu_seconds_per_step"] / trl["best_cpu_seconds_per_step"]}
     result = {
         "bench": "trl_grpo",
         "command": "python bench/trl_grpo.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -330,8 +360,12 @@ def main(argv: list[str] | None = None) -> int:
         "ragen": {**ragen, "per_step": sides["ragen"]["steps"], "machine": sides["ragen"]["machine"]},
         "trl": {**trl, "per_step": sides["trl"]["steps"], "machine": sides["trl"]["machine"]},
         "ratio_ragen_over_trl_seconds_per_step": ratio,
+        "ratios_ragen_over_trl": ratios,
     }
-    rows = [("seconds / step", "seconds_per_step", "{:.3f}"), ("  generation s / step", "generation_s_per_step",
+    rows = [("seconds / step (mean)", "seconds_per_step", "{:.3f}"),
+            ("seconds / step (best step)", "best_seconds_per_step", "{:.3f}"),
+            ("process CPU seconds / step (mean)", "cpu_seconds_per_step", "{:.3f}"),
+            ("process CPU seconds / step (best step)", "best_cpu_seconds_per_step", "{:.3f}"), ("  generation s / step", "generation_s_per_step",
              "{:.3f}"), ("  rollout s / step (gen + prompts + reward)", "rollout_s_per_step", "{:.3f}"),
             ("  update s / step", "update_s_per_step", "{:.3f}"),
             ("generated tokens / step", "generated_tokens_per_step", "{:.0f}"),
@@ -348,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         r, t = ragen[key], trl[key]
         print(f"{label:44s} {fmt.format(r):>10s} {fmt.format(t):>10s} {r / t if t else float('nan'):10.2f}")
     loads = [sides[s]["machine"]["load_avg_1_5_15"][0] for s in sides]
-    print(f"ratio ragen / TRL time per step: {ratio:.2f}  (load avg after each side: "
+    print(f"ratio ragen / TRL time per step: {ratio:.2f} (mean), {ratios['best_wall']:.2f} (best step), "
+          f"{ratios['mean_cpu']:.2f} (CPU time, mean)  (load avg after each side: "
           f"{', '.join(f'{s} {v:.2f}' for s, v in zip(sides, loads))})")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
