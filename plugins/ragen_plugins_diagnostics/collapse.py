@@ -20,9 +20,14 @@ ends at or before the ``</think>`` tag. A turn without ``</think>``, or whose re
 Columns are the distinct prompts of the drawn pairs: prompts with identical tokens are one column (two groups of the
 same seed, or the same turn reached twice), so N counts distinct inputs and chance is exactly 1/N.
 
-**Cross-scoring.** Every z_i is teacher-forced after every column x_j through ``scorer.score(prompts,
-continuations)`` (batches of ``batch_size`` sequences, longest first) → ℓ[i, j] = Σ log p(z_i | x_j) over Z's
-tokens, and the per-token ℓ̄[i, j] = ℓ[i, j] / |z_i|. With c(i) the column of z_i's own prompt and N columns:
+**Cross-scoring.** Every z_i is teacher-forced after every column x_j → ℓ[i, j] = Σ log p(z_i | x_j) over Z's
+tokens, and the per-token ℓ̄[i, j] = ℓ[i, j] / |z_i|. A scorer with ``score_matrix(prompts, continuations)``
+(returning the ``[prompts, continuations]`` matrix of summed log-probs) is asked for the whole matrix in one call —
+the torch policy's encodes each prompt once and shares it across all continuations, see
+:meth:`ragen_plugins_torch.policy.HFPolicy.score_matrix`; any other scorer is called pair by pair through
+``score(prompts, continuations)`` (per-token log-probs; batches of ``batch_size`` sequences, longest first). Both
+give the same ℓ up to the floating-point noise of the model's forward passes. With c(i) the column of z_i's own
+prompt and N columns:
 
 - matched_i = ℓ̄[i, c(i)]; marginal_i = logsumexp_j ℓ̄[i, j] − log N (the uniform mixture of the batch's prompts);
   the ``_seq`` quantities use ℓ instead of ℓ̄;
@@ -65,8 +70,8 @@ per-token MI far below log N.
 
 **Degenerate cases.** No pair: only ``num_pairs`` = 0. One column (N = 1): the matched quantities
 (``conditional_entropy_est`` and its ``_seq``, ``matched_log_prob_mean``, counts); nothing that needs a mixture over
-prompts. No scorer in the context: no metrics. Nothing is ever NaN: a scorer returning a non-finite log-prob or a
-row of the wrong length raises :class:`ValueError`.
+prompts. No scorer in the context: no metrics. Nothing is ever NaN: a scorer returning a non-finite log-prob, a
+row of the wrong length or a ``score_matrix`` of the wrong shape raises :class:`ValueError`.
 """
 
 from __future__ import annotations
@@ -152,7 +157,8 @@ class CollapseConfig:
     :ivar families: which samples to compute, of ``first_turn`` and ``trajectory`` (default both).
     :ivar seed: seeds the pair sampling, together with the step.
     :ivar ema_decay: decay of the marginal-std EMA behind ``mi_zscore_ema`` (default 0.9), in [0, 1).
-    :ivar batch_size: sequences per ``scorer.score`` call (default 16).
+    :ivar batch_size: sequences per ``scorer.score`` call (default 16); a scorer with ``score_matrix`` batches on
+        its own terms (the torch policy: ``HFPolicy.score_tokens``).
     :ivar entropy_threshold: per-token H(Z|X), in nats, splitting high from low entropy (default 0.5).
     :ivar mi_fraction_threshold: MI / log N splitting high from low MI (default 0.5), in (0, 1].
     :ivar regime_mi: which MI estimate the regime uses: ``seq`` (default) or ``token``.
@@ -337,7 +343,8 @@ class _Ema:
 
 class Collapse:
     """The ``collapse`` diagnostic (see the module docstring). Needs a scorer with ``score(prompts, continuations)``
-    and a ``tokenizer``; keeps the ``mi_zscore_ema`` state between calls."""
+    or ``score_matrix(prompts, continuations)`` and a ``tokenizer``; keeps the ``mi_zscore_ema`` state between
+    calls."""
 
     config_cls = CollapseConfig
 
@@ -389,7 +396,10 @@ class Collapse:
         return out
 
     def _cross_score(self, scorer: Any, zs: list[tuple[int, ...]], prompts: list[tuple[int, ...]]) -> np.ndarray:
-        """ℓ[i, j] = Σ log p(z_i | prompt_j), scored in batches of ``batch_size``, longest sequences first."""
+        """ℓ[i, j] = Σ log p(z_i | prompt_j): through ``scorer.score_matrix`` when the scorer has one, else pair by
+        pair through ``scorer.score`` in batches of ``batch_size``, longest sequences first."""
+        if callable(getattr(scorer, "score_matrix", None)):
+            return self._cross_score_matrix(scorer, zs, prompts)
         jobs = sorted(((i, j) for i in range(len(zs)) for j in range(len(prompts))),
                       key=lambda ij: -(len(zs[ij[0]]) + len(prompts[ij[1]])))
         kwargs = {"batch_size": self.config.batch_size} if _accepts_batch_size(scorer.score) else {}
@@ -411,6 +421,22 @@ class Collapse:
                                      "be NaN")
                 ell[i, j] = total
         return ell
+
+    @staticmethod
+    def _cross_score_matrix(scorer: Any, zs: list[tuple[int, ...]], prompts: list[tuple[int, ...]]) -> np.ndarray:
+        got = scorer.score_matrix([list(p) for p in prompts], [list(z) for z in zs])
+        try:
+            matrix = np.asarray(got, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"collapse: scorer.score_matrix returned something that is not a matrix of numbers "
+                             f"({type(got).__name__}): {exc}") from exc
+        if matrix.shape != (len(prompts), len(zs)):
+            raise ValueError(f"collapse: scorer.score_matrix returned shape {matrix.shape} for {len(prompts)} prompts "
+                             f"and {len(zs)} continuations (want [prompts, continuations])")
+        if not np.isfinite(matrix).all():
+            raise ValueError("collapse: scorer.score_matrix returned a non-finite log-prob; the MI metrics would "
+                             "be NaN")
+        return np.ascontiguousarray(matrix.T)
 
 
 def _accepts_batch_size(fn: Any) -> bool:
