@@ -532,8 +532,8 @@ ENV_GUIDE: dict[str, dict[str, str]] = {
         "actions": "`Up`, `Down`, `Left`, `Right` (case-insensitive). Walking into a wall, or pushing a box into a "
                    "wall or another box, is valid but changes nothing. Anything else is invalid: reward 0, state "
                    "unchanged.",
-        "rewards": "−0.1 per valid step; +1 for pushing a box onto a target, −1 for pushing one off; +10 when "
-                   "every box is on a target (RAGEN's, from gym-sokoban).",
+        "rewards": "−0.1 per valid step (`step_penalty`); +1 for pushing a box onto a target, −1 for pushing one "
+                   "off; +10 when every box is on a target (RAGEN's, from gym-sokoban).",
         "success": "every box on a target (the episode ends there).",
         "module": "ragen_plugins_envs.sokoban",
     },
