@@ -417,6 +417,21 @@ def default_config_data() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------------------- overrides
 
+#: YAML 1.2 floats (``1e-6``, ``3E5``) that PyYAML's YAML 1.1 resolver leaves as strings
+_FLOAT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load``, except that scientific notation without a dot (``1e-6``) is a float, as in YAML 1.2."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+    return yaml.load(text, Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """Parse ``a.b.c=value`` into (``["a", "b", "c"]``, typed value). Values are YAML: ``3``, ``0.5``,
     ``true``, ``null``, ``[1, 2]``, ``{a: 1}``; anything else is a string."""
@@ -427,7 +442,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"bad override {text!r}", hint="overrides look like key.sub=value, e.g. rollout.group_size=8")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = load_yaml(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
     return key.split("."), value
@@ -507,7 +522,7 @@ def load_config_data(path: str | Path | None = None, overrides: list[str] | None
         except OSError as exc:
             raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror or exc}") from None
         try:
-            loaded = yaml.safe_load(text) or {}
+            loaded = load_yaml(text) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
         if not isinstance(loaded, dict):

@@ -244,3 +244,12 @@ def test_resolved_config_round_trips(toy: tuple[Any, Any], tmp_path: Path) -> No
     again = resolve_config(load_config(path), regs, pm)
     assert again.to_data() == resolved.to_data()
     assert isinstance(load_config(path), RagenConfig)
+
+
+@pytest.mark.parametrize(("raw", "want"), [("1e-6", 1e-6), ("1.5e3", 1500.0), ("-2E-3", -2e-3), (".5e1", 5.0),
+                                           ("12", 12), ("1e", "1e"), ("1e-6x", "1e-6x"), ("[1e-3, 2]", [1e-3, 2])])
+def test_scientific_notation_is_a_number_in_overrides_and_files(tmp_path, raw, want) -> None:
+    from ragen_core.config import load_yaml
+
+    assert parse_override(f"trainer.actor_lr={raw}")[1] == want
+    assert load_yaml(f"x: {raw}\n") == {"x": want}
