@@ -362,7 +362,8 @@ class RagenConfig:
     :ivar plugins: which plugins load.
     :ivar envs: the training env mix, each with its share of ``rollout.env_groups``; ``env: NAME`` is shorthand for
         a mix of one.
-    :ivar val_envs: the validation env mix (None: the same envs as ``envs``).
+    :ivar val_envs: the validation env mix, its ``groups`` shares of ``rollout.val_env_groups`` (None: the envs of
+        ``envs``, ``val_env_groups`` split evenly among them).
     :ivar variants: env variants declared in the config, by name: ``{env: BASE, params: {...}, instruction: ...,
         description: ...}``; usable wherever an env name is.
     :ivar rollout: shape of the rollouts, prompts, sampling and score normalisation.
@@ -597,8 +598,9 @@ def plan_env_groups(choices: list[EnvChoice], total: int, path: str) -> list[tup
     free = [c for c in choices if c.groups is None]
     if fixed > total or (fixed == total and free) or (not free and fixed != total):
         counts = ", ".join(f"{c.name}={c.groups}" for c in choices)
-        raise ConfigError(f"{path}: group counts ({counts}) do not add up to rollout.env_groups={total}",
-                          hint="give every env a 'groups' count summing to env_groups, or leave some unset")
+        key = "val_env_groups" if path.startswith("val") else "env_groups"
+        raise ConfigError(f"{path}: group counts ({counts}) do not add up to rollout.{key}={total}",
+                          hint=f"give every env a 'groups' count summing to {key}, or leave some unset")
     left = total - fixed
     plan = []
     for i, c in enumerate(choices):
@@ -665,7 +667,8 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
             return None
 
     plan = plan_env_groups(config.envs, config.rollout.env_groups, "envs")
-    val_plan = plan_env_groups(config.val_envs or config.envs, config.rollout.env_groups, "val_envs")
+    val_choices = config.val_envs or [attrs.evolve(c, groups=None) for c in config.envs]
+    val_plan = plan_env_groups(val_choices, config.rollout.val_env_groups, "val_envs")
     check_env(plan, "envs")
     check_env(val_plan, "val_envs")
     resolved = ResolvedConfig(config=config, env_plan=plan, val_env_plan=val_plan, problems=problems)

@@ -20,7 +20,6 @@ import numpy as np
 
 from ragen_core.batching import advantage_input, build_samples, normalise_scores
 from ragen_core.chat import ChatCodec
-from ragen_core.config import plan_env_groups
 from ragen_core.data import read_batches, write_batches
 from ragen_core.errors import RagenError
 from ragen_core.protocols import DiagnosticContext
@@ -489,7 +488,7 @@ class TorchTrainer:
     # ------------------------------------------------------------------------------------------- validation
     def _validate(self, run: Any) -> dict[str, float]:
         cfg = run.config
-        plan = plan_env_groups(cfg.val_envs or cfg.envs, cfg.rollout.val_env_groups, "val_envs")
+        plan = run.resolved.val_env_plan
         seeds = [cfg.rollout.seed_val + i for i in range(cfg.rollout.val_env_groups)]
         state = self.torch.random.get_rng_state()
         self.torch.manual_seed(cfg.rollout.seed_val)

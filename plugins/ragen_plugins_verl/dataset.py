@@ -35,15 +35,12 @@ def group_rows(plan: list[tuple[str, int, dict[str, Any]]], *, n_rows: int, seed
 
 def write_group_rows(resolved: Any, folder: str | Path, steps: int) -> tuple[Path, Path]:
     """Write ``train_groups.json`` (``steps × env_groups`` rows) and ``val_groups.json`` under ``folder``."""
-    from ragen_core.config import plan_env_groups
-
     cfg = resolved.config
     ro = cfg.rollout
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     train = group_rows(resolved.env_plan, n_rows=steps * ro.env_groups, seed_base=ro.seed_train)
-    val_plan = plan_env_groups(cfg.val_envs or cfg.envs, ro.val_env_groups, "val_envs")
-    val = group_rows(val_plan, n_rows=ro.val_env_groups, seed_base=ro.seed_val)
+    val = group_rows(resolved.val_env_plan, n_rows=ro.val_env_groups, seed_base=ro.seed_val)
     paths = folder / "train_groups.json", folder / "val_groups.json"
     for path, rows in zip(paths, (train, val)):
         path.write_text(json.dumps(rows))

@@ -253,3 +253,23 @@ def test_scientific_notation_is_a_number_in_overrides_and_files(tmp_path, raw, w
 
     assert parse_override(f"trainer.actor_lr={raw}")[1] == want
     assert load_yaml(f"x: {raw}\n") == {"x": want}
+
+
+def test_the_validation_plan_splits_val_env_groups(toy: tuple[Any, Any], tmp_path: Path) -> None:
+    """val_envs share rollout.val_env_groups (not env_groups); without val_envs the training envs split it evenly,
+    whatever their training shares; the plan written to config.yaml loads back to itself (what --resume reads)."""
+    import yaml
+
+    pm, regs = toy
+    base = [*toy_config_overrides(), "rollout.env_groups=4", "rollout.val_env_groups=6",
+            "envs=[{name: counter, groups: 3}, {name: counter5, groups: 1}]"]
+    resolved = resolve_config(load_config(overrides=base), regs, pm)
+    assert [(n, g) for n, g, _ in resolved.val_env_plan] == [("counter", 3), ("counter5", 3)]
+    explicit = resolve_config(load_config(overrides=[*base, "val_envs=[{name: counter5, groups: 6}]"]), regs, pm)
+    assert [(n, g) for n, g, _ in explicit.val_env_plan] == [("counter5", 6)]
+    with pytest.raises(ConfigError, match="do not add up to rollout.val_env_groups=6"):
+        resolve_config(load_config(overrides=[*base, "val_envs=[{name: counter, groups: 4}]"]), regs, pm)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(resolved.to_data()))
+    again = resolve_config(load_config(path), regs, pm)
+    assert again.val_env_plan == resolved.val_env_plan and again.env_plan == resolved.env_plan
