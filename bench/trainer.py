@@ -31,7 +31,6 @@ import contextlib
 import io
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -42,14 +41,8 @@ _REPO = Path(__file__).resolve().parents[1]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
+from _machine import machine  # noqa: E402  (bench/_machine.py)
 
-def machine() -> dict[str, Any]:
-    """Load average, cores, torch threads and versions at measurement time."""
-    import torch
-
-    return {"load_avg_1_5_15": list(os.getloadavg()), "cpu_count": os.cpu_count(), "torch_threads":
-            torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
-            "processor": platform.processor() or platform.machine()}
 
 
 def matmul_peak(n: int = 1024, seconds: float = 3.0) -> float:

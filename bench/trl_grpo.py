@@ -43,7 +43,6 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -55,15 +54,11 @@ _REPO = Path(__file__).resolve().parents[1]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
+from _machine import machine  # noqa: E402  (bench/_machine.py)
+
 TRL_VERSION = "1.16.0"
 INSTALL = f"pip install trl=={TRL_VERSION}"
 
-
-def machine() -> dict[str, Any]:
-    import torch
-
-    return {"load_avg_1_5_15": list(os.getloadavg()), "cpu_count": os.cpu_count(), "torch_threads":
-            torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version()}
 
 
 def config_data(args: argparse.Namespace, model_folder: str) -> dict[str, Any]:
