@@ -12,6 +12,7 @@ the sampled ids, spliced with the template's ids for the closing of the assistan
 from __future__ import annotations
 
 import re
+from array import array
 from typing import Any, Protocol
 
 import attrs
@@ -112,7 +113,14 @@ class ChatCodec:
     response_ids, user)`` gives the ids that follow a sampled assistant response: the template's closing of the
     assistant turn (minus an end token the model already produced), the next user turn, the generation prompt
     and the opening tag.
+
+    Both are memoised (rendering and encoding are pure functions of the messages, which the splicing already relies
+    on): the members of a group share their first prompt, and equal states after equal actions give equal next user
+    turns. Each table holds at most :attr:`cache_size` entries (ids stored as 8-byte arrays) and is emptied when full.
     """
+
+    #: the most entries of each memo table (whole prompts by messages, continuation tails by user text)
+    cache_size: int = 1024
 
     def __init__(self, tokenizer: ChatTokenizer, *, think: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -125,6 +133,8 @@ class ChatCodec:
                              "prompt; ragen cannot splice sampled tokens into it")
         self._probe = [*probe, {"role": "assistant", "content": "A"}]
         self.close_ids = self.encode(self._with_reply[len(head) + 1:])
+        self._prompts: dict[Any, array[int]] = {}
+        self._tails: dict[str, array[int]] = {}
 
     def render(self, messages: list[dict[str, str]], *, generation: bool) -> str:
         """The chat template's text for ``messages``."""
@@ -136,15 +146,33 @@ class ChatCodec:
 
     def prompt(self, messages: list[dict[str, str]]) -> list[int]:
         """Ids of a whole prompt ending in the generation prompt and the opening tag."""
-        return self.encode(self.render(messages, generation=True) + self.open_tag)
+        try:
+            key: Any = tuple(tuple(m.items()) for m in messages)
+            ids = self._prompts.get(key)
+        except TypeError:  # a message with an unhashable value: not memoised
+            key = ids = None
+        if ids is None:
+            ids = array("q", self.encode(self.render(messages, generation=True) + self.open_tag))
+            if key is not None:
+                self._remember(self._prompts, key, ids)
+        return ids.tolist()
 
     def continuation(self, response_ids: list[int], user: str) -> list[int]:
         """Ids that follow a sampled response: closing, the next user turn, generation prompt, opening tag."""
         close = list(self.close_ids)
         if close and response_ids and response_ids[-1] == close[0]:
             close = close[1:]
-        full = self.render([*self._probe, {"role": "user", "content": user}], generation=True)
-        return close + self.encode(full[len(self._with_reply):] + self.open_tag)
+        tail = self._tails.get(user)
+        if tail is None:
+            full = self.render([*self._probe, {"role": "user", "content": user}], generation=True)
+            tail = array("q", self.encode(full[len(self._with_reply):] + self.open_tag))
+            self._remember(self._tails, user, tail)
+        return close + tail.tolist()
+
+    def _remember(self, table: dict[Any, array[int]], key: Any, ids: array[int]) -> None:
+        if len(table) >= self.cache_size:
+            table.clear()
+        table[key] = ids
 
 
 class TextTokenizer:
