@@ -3,27 +3,48 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from ragen_core.rollout import GenerationRequest, GenerationResult
 
 from .losses import token_logprobs_entropy
 
-__all__ = ["HFPolicy", "pad_left", "pad_right", "token_logprobs"]
+__all__ = ["HFPolicy", "pad_left", "pad_right", "response_logprobs_entropy", "token_logprobs"]
 
 
 def pad_left(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded ids and attention mask."""
+    """Left-padded ids and attention mask, each built as one flat list and converted once (no per-row tensors and
+    slice assignments: those are many small ops, each a wait for the thread pool on a busy machine)."""
     width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, width - len(r):] = torch.tensor(r)
-            mask[i, width - len(r):] = 1
-    return ids, mask
+    ids: list[int] = []
+    mask: list[int] = []
+    for r in rows:
+        k = width - len(r)
+        ids += [pad] * k
+        ids += r
+        mask += [0] * k
+        mask += [1] * len(r)
+    shape = (len(rows), width)
+    return torch.tensor(ids, dtype=torch.long).view(shape), torch.tensor(mask, dtype=torch.long).view(shape)
+
+
+@contextlib.contextmanager
+def _num_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op thread count set to ``n`` inside the block (left alone for None or when already ``n``)."""
+    before = torch.get_num_threads()
+    if n is None or n == before:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def pad_right(rows: list[list[Any]], fill: Any, dtype: torch.dtype) -> torch.Tensor:
@@ -42,11 +63,19 @@ class HFPolicy:
     :param generation_batch: the most sequences sampled in one ``generate`` call.
     """
 
+    #: torch intra-op threads for the log-prob/entropy pass over the logits ``generate`` returns, on a CPU (None:
+    #: torch's setting). That pass is a few memory-bound ops per generated position over ``[batch, vocab]``; more
+    #: threads gain little on it, and on a busy machine every op waits for the slowest thread to be scheduled
+    #: (measured on 2 cores at load average 5, logits of 64 rows x 24 steps x 3,072: 17 ms with 1 thread, 40 ms with 2).
+    postprocess_threads: int | None = 1
+
     def __init__(self, model: Any, tokenizer: Any, *, device: str = "cpu", generation_batch: int = 64) -> None:
         self.model, self.tokenizer, self.device = model, tokenizer, device
         self.generation_batch = generation_batch
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.generated_tokens = 0
+        self._pieces: dict[int, str] = {}  # token id -> tokenizer.decode([id]): the stop scan's text, per token
+        self._stop_criteria: dict[tuple[str, ...], Any] = {}  # stop strings -> transformers' StopStringCriteria
 
     # ------------------------------------------------------------------------------------------- sampling
     @torch.no_grad()
@@ -73,36 +102,66 @@ class HFPolicy:
         kwargs: dict[str, Any] = {
             "max_new_tokens": req.max_new_tokens, "do_sample": not greedy, "pad_token_id": self.pad_id,
             "eos_token_id": self.tokenizer.eos_token_id, "return_dict_in_generate": True, "output_logits": True,
-            "stop_strings": list(req.stop) or None, "tokenizer": self.tokenizer,
+            "stop_strings": None, "tokenizer": self.tokenizer,
         }
+        if req.stop:
+            kwargs["stopping_criteria"] = self._stopping(req.stop)
         if not greedy:
             kwargs.update(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k or None)
         gen = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         new = gen.sequences[:, ids.shape[1]:]
-        logits = torch.stack(gen.logits, dim=1) if gen.logits else torch.zeros(len(reqs), 0, 1)
-        logp, ent = token_logprobs_entropy(logits, new, 1.0 if greedy else req.temperature)
+        rows = new.tolist()
+        lengths = [self._length(row, req.stop) for row in rows]
+        with _num_threads(self.postprocess_threads if new.device.type == "cpu" else None):
+            logp, ent = response_logprobs_entropy(gen.logits, new, lengths, 1.0 if greedy else req.temperature)
+        logp_rows = logp.tolist()
         results = []
-        for i in range(len(reqs)):
-            n = self._length(new[i].tolist(), req.stop)
+        for i, n in enumerate(lengths):
             self.generated_tokens += n
             results.append(GenerationResult(
-                token_ids=tuple(new[i, :n].tolist()), logprobs=tuple(logp[i, :n].tolist()),
+                token_ids=tuple(rows[i][:n]), logprobs=tuple(logp_rows[i][:n]),
                 finish_reason="length" if n == new.shape[1] and n == req.max_new_tokens else "stop",
                 mean_entropy=float(ent[i, :n].mean()) if n else None))
         if was_training:
             self.model.train()
         return results
 
+    def _stopping(self, stop: tuple[str, ...]) -> Any:
+        """transformers' own stop-string criterion for ``stop``, built once per stop tuple: ``generate(stop_strings=
+        ...)`` builds the same object in every call, and its cache is keyed by the vocabulary in ``get_vocab()`` order,
+        which changes from call to call, so it rebuilds the whole table each time (tens of ms for a 3k vocabulary,
+        more for a real one). The criterion is stateless between calls, so one instance serves every call."""
+        crit = self._stop_criteria.get(stop)
+        if crit is None:
+            from transformers import StoppingCriteriaList, StopStringCriteria
+
+            crit = self._stop_criteria[stop] = StoppingCriteriaList(
+                [StopStringCriteria(tokenizer=self.tokenizer, stop_strings=list(stop))])
+        return crit
+
     def _length(self, tokens: list[int], stop: tuple[str, ...]) -> int:
-        """Tokens up to and including the end token or the first stop string."""
+        """Tokens up to and including the end token or the first stop string.
+
+        The text scanned is the concatenation of the tokens decoded one at a time (``decode([t])``, cached per id);
+        after each token every stop string is looked for in the last ``len(s) + 32`` characters. A stop string first
+        appears there only after a token whose text holds its last character, so only those tokens are checked.
+        Equal to :func:`_length_reference` (the plain token-by-token loop).
+        """
         eos = self.tokenizer.eos_token_id
+        if not stop:
+            return next((n for n, tok in enumerate(tokens, 1) if tok == eos), len(tokens))
+        pieces, decode = self._pieces, self.tokenizer.decode
         text = ""
         for n, tok in enumerate(tokens, 1):
             if tok == eos:
                 return n
-            text += self.tokenizer.decode([tok], skip_special_tokens=False)
-            if any(s in text[-(len(s) + 32):] for s in stop):
-                return n
+            piece = pieces.get(tok)
+            if piece is None:
+                piece = pieces[tok] = decode([tok], skip_special_tokens=False)
+            text += piece
+            for s in stop:
+                if not s or (s[-1] in piece and s in text[-(len(s) + 32):]):
+                    return n
         return len(tokens)
 
     # ------------------------------------------------------------------------------------------- scoring
@@ -270,6 +329,61 @@ def _pack_by_tokens(order: list[int], lengths: list[int], budget: int) -> list[l
         packs[-1].append(i)
         size += lengths[i]
     return packs
+
+
+def _length_reference(tokenizer: Any, tokens: list[int], stop: tuple[str, ...]) -> int:
+    """:meth:`HFPolicy._length` written plainly (one ``decode`` per token, every stop string checked after every
+    token): the definition the fast scan is tested against."""
+    eos = tokenizer.eos_token_id
+    text = ""
+    for n, tok in enumerate(tokens, 1):
+        if tok == eos:
+            return n
+        text += tokenizer.decode([tok], skip_special_tokens=False)
+        if any(s in text[-(len(s) + 32):] for s in stop):
+            return n
+    return len(tokens)
+
+
+def response_logprobs_entropy(step_logits: tuple[torch.Tensor, ...], targets: torch.Tensor, lengths: list[int],
+                              temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs of ``targets`` (``[B, T]``) and entropies from ``generate``'s per-step logits (``T`` tensors
+    ``[B, V]``), at the positions ``t < lengths[b]`` of each row (0 elsewhere).
+
+    Bit for bit what :func:`~ragen_plugins_torch.losses.token_logprobs_entropy` gives on ``torch.stack(step_logits,
+    1)`` at those positions (the same log-softmax of each row), without the ``[B, T, V]`` stack and its
+    temporaries: one step at a time (the working set stays in cache), only the rows still inside their response,
+    the entropy's product formed in place, no division by a temperature of 1.
+    """
+    rows, width = targets.shape
+    logp = torch.zeros(rows, width, dtype=torch.float32, device=targets.device)
+    ent = torch.zeros(rows, width, dtype=torch.float32, device=targets.device)
+    if not rows or not width:
+        return logp, ent
+    scale = max(temperature, 1e-6)
+    lens = torch.tensor(lengths, dtype=torch.long)
+    order = torch.argsort(lens, descending=True, stable=True)
+    live = [int((lens > t).sum()) for t in range(width)]  # rows of `order` still inside their response at step t
+    order = order.to(targets.device)
+    for t in range(width):
+        k = live[t]
+        if not k:
+            break
+        idx = None if k == rows else order[:k]
+        x = step_logits[t].float() if idx is None else step_logits[t][idx].float()
+        if scale != 1.0:
+            x = x / scale
+        lp = F.log_softmax(x, dim=-1)
+        tgt = targets[:, t] if idx is None else targets[idx, t]
+        chosen = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+        p = lp.exp()
+        p.mul_(lp)
+        h = -p.sum(-1)
+        if idx is None:
+            logp[:, t], ent[:, t] = chosen, h
+        else:
+            logp[idx, t], ent[idx, t] = chosen, h
+    return logp, ent
 
 
 def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,229 @@
+"""``HFPolicy``'s sampling fast paths against the plain code they replace: the stop-string scan (one cached decode per
+token id, stop strings checked only after a token holding their last character) against the token-by-token decode,
+the per-step log-prob/entropy pass against a log-softmax over the stacked logits, the flat left padding against
+per-row assignment, the cached stop criterion against ``generate(stop_strings=...)``, and a whole ``generate`` call
+against the previous implementation, bit for bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from ragen_core.chat import ChatCodec  # noqa: E402
+from ragen_core.rollout import GenerationRequest, GenerationResult  # noqa: E402
+from ragen_plugins_torch import models  # noqa: E402
+from ragen_plugins_torch.losses import token_logprobs_entropy  # noqa: E402
+from ragen_plugins_torch.policy import (  # noqa: E402
+    HFPolicy,
+    _length_reference,
+    _num_threads,
+    pad_left,
+    response_logprobs_entropy,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    path = models.build_tiny_model(tmp_path_factory.mktemp("models"), hidden=32, intermediate=64)
+    return models.load_model_and_tokenizer(str(path))
+
+
+# ------------------------------------------------------------------------------------------------ the stop scan
+
+class PieceTokenizer:
+    """Token i decodes to ``pieces[i]`` (any strings: empty, multi-character, longer than the scan's window)."""
+
+    pad_token_id = None
+
+    def __init__(self, pieces: list[str], eos: int | None) -> None:
+        self.pieces, self.eos_token_id = pieces, eos
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return "".join(self.pieces[i] for i in ids)
+
+
+STOPS = ["</answer>", ">", "", "ab", "é", "\ufffd", "</answer>x", "a" * 40]
+PIECES = ["</", "answer", ">", "</answer>", "", "a", "b", "é", "\ufffd", " ", "x", "answer>", "</ans", "wer>",
+          "a" * 35 + "</answer>", "</answer>" + "b" * 40, "q" * 50]
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=45)), min_size=1, max_size=12),
+       data=st.data(), stop=st.lists(st.sampled_from(STOPS), max_size=3).map(tuple),
+       eos=st.one_of(st.none(), st.integers(0, 11)))
+def test_stop_scan_equals_token_by_token_decode(pieces, data, stop, eos):
+    """Stop strings split across tokens, inside long tokens (where the 32-character window misses them, in both),
+    repeated, empty; tokens decoding to nothing or to multi-byte characters; with and without an end token."""
+    tok = PieceTokenizer(pieces, eos)
+    tokens = data.draw(st.lists(st.integers(0, len(pieces) - 1), max_size=30))
+    policy = HFPolicy(None, tok)
+    assert policy._length(tokens, stop) == _length_reference(tok, tokens, stop)
+    assert policy._length(tokens, stop) == _length_reference(tok, tokens, stop)  # from the filled cache
+
+
+def test_stop_scan_worked_examples():
+    tok = PieceTokenizer(["</", "answer", ">", " ok", "</answer>" + "b" * 33, "E"], eos=5)
+    policy = HFPolicy(None, tok)
+    assert policy._length([3, 0, 1, 2, 3], ("</answer>",)) == 4  # split over three tokens
+    assert policy._length([3, 5, 0, 1, 2], ("</answer>",)) == 2  # the end token first
+    assert policy._length([4, 3, 3], ("</answer>",)) == 3  # too deep inside a long token: missed, as before
+    assert _length_reference(tok, [4, 3, 3], ("</answer>",)) == 3
+    assert policy._length([3, 3], ()) == 2 and policy._length([3, 5, 3], ()) == 2
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), stop=st.lists(st.sampled_from(["</answer>", "é", ">", "\ufffd", "日本", "answer"]),
+                                     min_size=1, max_size=2).map(tuple))
+def test_stop_scan_on_the_tiny_tokenizer(tiny, data, stop):
+    """Random ids (byte tokens that decode to replacement characters included) and encoded texts where the stop
+    string comes as one token or in pieces, next to multi-byte characters."""
+    _model, tokenizer = tiny
+    policy = HFPolicy(None, tokenizer)
+    vocab = len(tokenizer)
+    words = st.sampled_from(["</answer>", "</", "answer", ">", "é", "日本語", "🙂", " Up", "<answer>", "\n", "x"])
+    if data.draw(st.booleans()):
+        tokens = data.draw(st.lists(st.integers(0, vocab - 1), max_size=30))
+    else:
+        tokens = [t for w in data.draw(st.lists(words, max_size=10)) for t in tokenizer.encode(w)]
+    assert policy._length(tokens, stop) == _length_reference(tokenizer, tokens, stop)
+
+
+# ------------------------------------------------------------------------------------------------ log-probs
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 9), width=st.integers(0, 7), vocab=st.integers(2, 300), data=st.data(),
+       temperature=st.sampled_from([1.0, 0.7, 1.3, 1e-9]), bf16=st.booleans(), threads=st.sampled_from([1, 2]))
+def test_response_logprobs_equal_the_stacked_log_softmax_bit_for_bit(rows, width, vocab, data, temperature, bf16,
+                                                                     threads):
+    gen = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31)))
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    steps = tuple((torch.randn(rows, vocab, generator=gen) * 4).to(dtype) for _ in range(width))
+    targets = torch.randint(0, vocab, (rows, width), generator=gen)
+    lengths = data.draw(st.lists(st.integers(0, width), min_size=rows, max_size=rows))
+    with _num_threads(threads):
+        logp, ent = response_logprobs_entropy(steps, targets, lengths, temperature)
+    stacked = torch.stack(steps, 1) if steps else torch.zeros(rows, 0, 1)
+    want_logp, want_ent = token_logprobs_entropy(stacked, targets, temperature)
+    assert logp.shape == ent.shape == (rows, width)
+    for i, n in enumerate(lengths):
+        assert torch.equal(logp[i, :n], want_logp[i, :n]) and torch.equal(ent[i, :n], want_ent[i, :n])
+        assert not logp[i, n:].any() and not ent[i, n:].any()
+
+
+def test_num_threads_is_restored():
+    before = torch.get_num_threads()
+    with _num_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), _num_threads(1):
+        raise RuntimeError
+    assert torch.get_num_threads() == before
+
+
+# ------------------------------------------------------------------------------------------------ padding
+
+def pad_left_reference(rows: list[list[int]], pad: int) -> tuple[Any, Any]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r):] = torch.tensor(r)
+            mask[i, width - len(r):] = 1
+    return ids, mask
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.lists(st.integers(0, 5000), max_size=12), min_size=1, max_size=6), pad=st.integers(0, 9))
+def test_pad_left_equals_per_row_assignment(rows, pad):
+    ids, mask = pad_left(rows, pad)
+    want_ids, want_mask = pad_left_reference(rows, pad)
+    assert torch.equal(ids, want_ids) and torch.equal(mask, want_mask)
+    assert ids.dtype == mask.dtype == torch.long
+
+
+# ------------------------------------------------------------------------------------------------ generate
+
+def generate_reference(policy: HFPolicy, reqs: list[GenerationRequest]) -> list[GenerationResult]:
+    """``HFPolicy._generate`` before the fast paths: stop strings handed to ``generate``, the logits stacked, one
+    log-softmax over them, the stop scan decoding token by token."""
+    req = reqs[0]
+    ids, mask = pad_left_reference([list(r.prompt_ids) for r in reqs], policy.pad_id)
+    greedy = req.temperature <= 0
+    kwargs: dict[str, Any] = {
+        "max_new_tokens": req.max_new_tokens, "do_sample": not greedy, "pad_token_id": policy.pad_id,
+        "eos_token_id": policy.tokenizer.eos_token_id, "return_dict_in_generate": True, "output_logits": True,
+        "stop_strings": list(req.stop) or None, "tokenizer": policy.tokenizer,
+    }
+    if not greedy:
+        kwargs.update(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k or None)
+    with torch.no_grad():
+        gen = policy.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+    new = gen.sequences[:, ids.shape[1]:]
+    logits = torch.stack(gen.logits, dim=1) if gen.logits else torch.zeros(len(reqs), 0, 1)
+    logp, ent = token_logprobs_entropy(logits, new, 1.0 if greedy else req.temperature)
+    out = []
+    for i in range(len(reqs)):
+        n = _length_reference(policy.tokenizer, new[i].tolist(), req.stop)
+        out.append(GenerationResult(
+            token_ids=tuple(new[i, :n].tolist()), logprobs=tuple(logp[i, :n].tolist()),
+            finish_reason="length" if n == new.shape[1] and n == req.max_new_tokens else "stop",
+            mean_entropy=float(ent[i, :n].mean()) if n else None))
+    return out
+
+
+@pytest.mark.parametrize(("stop", "temperature", "top_k"), [
+    (("</answer>",), 1.0, 0), ((" the", "e"), 1.0, 0), (("a", "</answer>"), 0.8, 20), ((), 1.0, 0),
+    (("<think><think>",), 0.0, 0),  # greedy (the untrained model repeats <think>): a stop over two tokens
+    (("k><th",), 0.0, 0),  # one that ends inside a token: generate never stops on it, the scan cuts there
+])
+def test_generate_equals_the_previous_implementation(tiny, stop, temperature, top_k):
+    """Same seed, same requests: the same ids, log-probs, entropies and finish reasons, bit for bit; the stop
+    criterion is built once and reused."""
+    model, tokenizer = tiny
+    codec = ChatCodec(tokenizer)
+    texts = ["State: #P_# go", "Turn 2:\nState:\n#__P#\nYou have 3 actions left.", "é 日本 🙂 answer", "x"]
+    reqs = [GenerationRequest(prompt_ids=tuple(codec.prompt([{"role": "user", "content": t}])), max_new_tokens=12,
+                              temperature=temperature, top_k=top_k, stop=stop) for t in texts * 2]
+    policy = HFPolicy(model, tokenizer)
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        want = generate_reference(policy, reqs)
+        torch.manual_seed(seed)
+        got = policy.generate(reqs)
+        assert got == want
+    assert sum(len(r.token_ids) for r in got) < len(reqs) * 12 or not stop  # some stop early
+    assert len(policy._stop_criteria) == (1 if stop else 0)
+
+
+def test_generate_counts_tokens_and_restores_training_mode(tiny):
+    model, tokenizer = tiny
+    policy = HFPolicy(model, tokenizer)
+    model.train()
+    try:
+        res = policy.generate([GenerationRequest(prompt_ids=(5, 6, 7), max_new_tokens=4, stop=("</answer>",))])
+        assert model.training and policy.generated_tokens == len(res[0].token_ids)
+    finally:
+        model.eval()
+
+
+def test_codec_memo_on_the_tiny_tokenizer(tiny):
+    """The memoised prompt and continuation ids equal rendering and encoding afresh with the real chat template."""
+    _model, tokenizer = tiny
+    codec = ChatCodec(tokenizer)
+    messages = [{"role": "system", "content": "You're a helpful assistant."}, {"role": "user", "content": "é 日本"}]
+    want = codec.encode(codec.render(messages, generation=True) + codec.open_tag)
+    assert codec.prompt(messages) == want and codec.prompt([dict(m) for m in messages]) == want
+    user = "Turn 2:\nState:\n#P# é"
+    full = codec.render([*codec._probe, {"role": "user", "content": user}], generation=True)
+    tail = codec.encode(full[len(codec._with_reply):] + codec.open_tag)
+    for _ in range(2):  # computed, then from the memo
+        assert codec.continuation([5, tokenizer.eos_token_id], user) == codec.close_ids[1:] + tail
+        assert codec.continuation([5], user) == codec.close_ids + tail
