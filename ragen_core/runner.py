@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
+import numbers
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,8 @@ from ragen_core.log import get_logger
 from ragen_core.plugins import plugin_infos
 from ragen_core.rollout import ScriptedPolicy, make_episodes, run_lockstep
 
-__all__ = ["execute", "group_seeds", "rollout_metrics", "run_scripted", "start_run"]
+__all__ = ["STANDARD_INFO_KEYS", "execute", "final_info", "group_seeds", "info_metrics", "rollout_metrics",
+           "run_scripted", "start_run"]
 
 
 def start_run(resolved: Any, registries: Any, pm: Any, mode: str, run_dir: str | Path | None = None) -> RunContext:
@@ -51,8 +54,13 @@ def group_seeds(seed_base: int, counter: int, n_groups: int) -> list[int]:
     return [seed_base + counter + i for i in range(n_groups)]
 
 
+#: the info keys every env reports (REFERENCE §7), covered by other metrics: never an ``info/`` metric
+STANDARD_INFO_KEYS = frozenset({"success", "action_is_valid", "action_is_effective"})
+
+
 def rollout_metrics(batch: RolloutBatch, prefix: str = "rollout") -> dict[str, float]:
-    """Success, reward, pass@k per env variant and overall, format and error rates, lengths."""
+    """Success, reward, pass@k per env variant and overall, format and error rates, lengths, and the env's own
+    info metrics per variant (:func:`info_metrics`)."""
     metrics: dict[str, float] = {}
     ok = [t for t in batch if t.env_error is None]
     metrics[f"{prefix}/env_errors"] = float(len(batch) - len(ok))
@@ -75,7 +83,42 @@ def rollout_metrics(batch: RolloutBatch, prefix: str = "rollout") -> dict[str, f
         for t in mine:
             groups.setdefault(t.group_id, []).append(t)
         metrics[f"{prefix}/{name}/pass@k"] = sum(any(t.success for t in g) for g in groups.values()) / len(groups)
+        metrics.update({f"{prefix}/{name}/info/{key}": value for key, value in info_metrics(mine).items()})
     return metrics
+
+
+def final_info(traj: Trajectory) -> dict[str, Any]:
+    """The info of the trajectory's last env step ({} when no action ever reached the env)."""
+    for turn in reversed(traj.turns):
+        if turn.info:
+            return turn.info
+    return {}
+
+
+def _info_number(value: Any) -> float | None:
+    """An info value as a metric: numbers and booleans (as 0/1, numpy's too); None for anything else (text, lists,
+    None) and for NaN or infinity."""
+    if isinstance(value, (bool, numbers.Real)) or (hasattr(value, "dtype") and getattr(value, "shape", None) == ()):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def info_metrics(trajectories: list[Trajectory]) -> dict[str, float]:
+    """The env's own numeric info keys (REFERENCE §7: beyond ``success``, ``action_is_valid`` and
+    ``action_is_effective``, numeric info keys become metrics): per key, the mean over ``trajectories`` of its value in
+    the trajectory's :func:`final_info`, over the trajectories whose final info holds a number for it (booleans count
+    as 0/1; text, lists, None, NaN and infinities are skipped). Keys are sorted; a ``/`` in a key becomes ``_``."""
+    values: dict[str, list[float]] = {}
+    for traj in trajectories:
+        for key, value in final_info(traj).items():
+            number = _info_number(value)
+            if key not in STANDARD_INFO_KEYS and number is not None:
+                values.setdefault(str(key).replace("/", "_"), []).append(number)
+    return {key: math.fsum(vals) / len(vals) for key, vals in sorted(values.items())}
 
 
 def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, progress: bool = True) -> dict[str, Any]:

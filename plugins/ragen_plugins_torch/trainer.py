@@ -494,11 +494,7 @@ class TorchTrainer:
         self.torch.manual_seed(cfg.rollout.seed_val)
         batch, _ = self._rollout(run, plan, seeds, cfg.rollout.val_group_size, cfg.rollout.val_temperature)
         self.torch.random.set_rng_state(state)
-        metrics = {}
-        for key, value in rollout_metrics(batch, "val").items():
-            if key.endswith(("success", "pass@k", "reward_mean")):
-                metrics[key] = value
-        return metrics
+        return validation_metrics(batch)
 
     def _log_validation(self, run: Any, step: int) -> dict[str, float]:
         metrics = self._validate(run)
@@ -564,6 +560,18 @@ class _TimedPolicy:
             return self.policy.generate(requests)
         finally:
             self.seconds += time.perf_counter() - t0
+
+
+def validation_metrics(batch: Any) -> dict[str, float]:
+    """What a validation logs of :func:`~ragen_core.runner.rollout_metrics` (prefix ``val``): ``val/success``,
+    ``val/reward_mean``, per variant ``success``, ``pass@k``, ``reward_mean`` and the env's ``info/<key>`` metrics."""
+    metrics = {}
+    for key, value in rollout_metrics(batch, "val").items():
+        parts = key.split("/")
+        if (len(parts) in (2, 3) and parts[-1] in ("success", "pass@k", "reward_mean")) or (
+                len(parts) == 4 and parts[2] == "info"):
+            metrics[key] = value
+    return metrics
 
 
 def adjust_samples(samples: list[Any], multiple: int, mode: str, seed: int = 0) -> list[Any]:
