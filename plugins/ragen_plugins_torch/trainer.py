@@ -315,6 +315,7 @@ class TorchTrainer:
             t1 = time.perf_counter()
             scores = normalise_scores(kept, cfg.rollout.reward_norm, cfg.rollout.reward_norm_by)
             samples = build_samples(kept, scores, use_turn_scores=cfg.rollout.use_turn_scores)
+            metrics["rollout/samples"] = float(len(samples))
             samples = adjust_samples(samples, tc.mini_batch_size, tc.batch_adjust, seed=step)
             metrics["rollout/adjusted_samples"] = float(len(samples))
             metrics.update(self._update(samples, step, loss_scale))
@@ -477,7 +478,6 @@ class TorchTrainer:
         mask_all = inputs.response_mask.astype(bool)
         summary = {k: float(np.mean(v)) for k, v in metrics.items()}
         summary["actor/advantages_mean"] = float(np.asarray(out.advantages)[mask_all].mean()) if mask_all.any() else 0.0
-        summary["rollout/samples"] = float(len(samples))
         summary["rollout/trained_tokens"] = float(sum(len(s.input_ids) for s in samples))
         return summary
 

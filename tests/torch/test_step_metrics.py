@@ -3,11 +3,67 @@ generation rate under dynamic sampling, and what a validation logs."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ragen_core.data import RolloutBatch, Trajectory, Turn
+
+SMALL = [
+    "env=sokoban", "rollout.group_size=3", "rollout.max_turn=2", "rollout.max_new_tokens=12",
+    "trainer.name=torch", "trainer.model=tiny", "trainer.mini_batch_size=4", "trainer.micro_batch_size=2",
+    "trainer.steps=1", "trainer.save_every=0", "estimator=grpo", "diagnostics=[]",
+]
+
+
+@pytest.fixture(scope="module")
+def _one_thread() -> Iterator[None]:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def make_trainer(tmp_path: Path, *overrides: str) -> tuple[Any, Any]:
+    """A set-up torch trainer and its run for ``SMALL`` plus ``overrides`` (no step taken yet)."""
+    from ragen_core.config import load_config, resolve_config
+    from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
+    from ragen_core.runner import start_run
+
+    config = load_config(None, [*SMALL, *overrides])
+    pm = build_plugin_manager(config)
+    registries = collect_registries(pm)
+    resolved = resolve_config(config, registries, pm, strict=True)
+    trainer = load_component_class(registries.trainers.get("torch"))(resolved.trainer)
+    run = start_run(resolved, registries, pm, "train", tmp_path / "run")
+    trainer._setup(run)
+    return trainer, run
+
+
+@pytest.mark.usefixtures("_one_thread")
+def test_samples_are_counted_before_and_after_the_batch_adjustment(tmp_path: Path) -> None:
+    # three groups of 3, the filter keeps two: 6 samples (full context mode: one per trajectory), duplicated to 8
+    trainer, run = make_trainer(tmp_path, "rollout.env_groups=3", "filter=top_k_abs", "filter.value=2",
+                                "trainer.batch_adjust=duplicate")
+    m = trainer._step(run, 1).metrics
+    assert m["rollout/filter_kept_count"] == 2 and m["rollout/empty_after_filter"] == 0
+    assert m["rollout/samples"] == 6.0
+    assert m["rollout/adjusted_samples"] == 8.0
+    # the update trained on the adjusted batch: the kept groups' 6 sequences plus 2 of them again
+    lengths = {gid: [sum(len(turn.prompt_ids) + len(turn.response_ids) for turn in t.turns) for t in trajs]
+               for gid, trajs in trainer._rounds[0].groups().items()}
+    trained = m["rollout/trained_tokens"]
+    assert len(lengths) == 3
+    assert any(trained - sum(lengths[a] + lengths[b]) in {x + y for x in lengths[a] + lengths[b]
+                                                          for y in lengths[a] + lengths[b]}
+               for a, b in itertools.combinations(lengths, 2)), (trained, lengths)
 
 
 def _traj(env: str, info: dict[str, Any], success: bool) -> Trajectory:
