@@ -272,6 +272,7 @@ class TorchTrainer:
                                          cfg.rollout.temperature)
             self._rounds = [batch]
         rollout_s = time.perf_counter() - t0
+        self._extra_rounds_s = [0.0, 0.0]  # dynamic sampling's extra rounds: [rollout seconds, generation seconds]
         ctx = run.step_context(step, batch)
         for traj in batch:
             if traj.env_error is not None:
@@ -320,7 +321,10 @@ class TorchTrainer:
             metrics["rollout/adjusted_samples"] = float(len(samples))
             metrics.update(self._update(samples, step, loss_scale))
             update_s = time.perf_counter() - t1
+        # every rollout round of the step (the first and dynamic sampling's extra ones) counts in the tokens, the
+        # generation time and the rollout time alike
         generated = self.policy.generated_tokens - tokens_before
+        rollout_s, gen_s = rollout_s + self._extra_rounds_s[0], gen_s + self._extra_rounds_s[1]
         metrics.update({"timing_s/gen": gen_s, "timing_s/env": rollout_s - gen_s, "timing_s/update": update_s,
                         "timing_s/step": time.perf_counter() - t0,
                         "perf/tokens_per_s": generated / gen_s if gen_s > 0 else 0.0,
@@ -392,8 +396,11 @@ class TorchTrainer:
             base = 10**7 + step * 10**4 + state["round"] * 10**3
             slots = [(name, opts) for name, g, opts in run.resolved.env_plan for _ in range(g)]
             plan = [(slots[i % len(slots)][0], 1, slots[i % len(slots)][1]) for i in range(n)]
-            batch, _ = self._rollout(run, plan, [cfg.rollout.seed_train + base + i for i in range(n)],
-                                     cfg.rollout.group_size, cfg.rollout.temperature)
+            t0 = time.perf_counter()
+            batch, gen_s = self._rollout(run, plan, [cfg.rollout.seed_train + base + i for i in range(n)],
+                                         cfg.rollout.group_size, cfg.rollout.temperature)
+            self._extra_rounds_s[0] += time.perf_counter() - t0
+            self._extra_rounds_s[1] += gen_s
             for t in batch:
                 t.group_id += base
             self._rounds.append(batch)

@@ -66,6 +66,41 @@ def test_samples_are_counted_before_and_after_the_batch_adjustment(tmp_path: Pat
                for a, b in itertools.combinations(lengths, 2)), (trained, lengths)
 
 
+@pytest.mark.usefixtures("_one_thread")
+def test_tokens_per_second_covers_every_dynamic_sampling_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) \
+        -> None:
+    """A clock that advances one second per generated token and not otherwise: the rate must be exactly 1 token/s
+    and all of the rollout's time generation, however many rounds dynamic sampling rolled out."""
+    import types
+
+    import ragen_plugins_torch.trainer as trainer_module
+
+    # no group is informative (zero_eps is huge), so dynamic sampling spends all of its 3 rounds
+    trainer, run = make_trainer(tmp_path, "rollout.env_groups=2", "filter=dynamic", "filter.max_rounds=3",
+                                "filter.zero_eps=1e9")
+    clock = {"now": 0.0}
+    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(perf_counter=lambda: clock["now"]))
+    generate = trainer.policy.generate
+    tokens = []
+
+    def counted(requests: list[Any]) -> list[Any]:
+        results = generate(requests)
+        n = sum(len(r.token_ids) for r in results)
+        tokens.append(n)
+        clock["now"] += n
+        return results
+
+    monkeypatch.setattr(trainer.policy, "generate", counted)
+    m = trainer._step(run, 1).metrics
+    assert m["rollout/dynamic_sampling_rounds"] == 3 and len(trainer._rounds) == 3
+    first_round = sum(len(turn.response_ids) for t in trainer._rounds[0] for turn in t.turns)
+    total = sum(len(turn.response_ids) for batch in trainer._rounds for t in batch for turn in t.turns)
+    assert total == sum(tokens) > first_round > 0
+    assert m["timing_s/gen"] == total
+    assert m["perf/tokens_per_s"] == 1.0
+    assert m["timing_s/env"] == 0.0
+
+
 def _traj(env: str, info: dict[str, Any], success: bool) -> Trajectory:
     return Trajectory(env=env, group_id=0, seed=0, turns=[Turn(response_ids=[1, 2], info=info)], success=success,
                       score=1.0 if success else -0.1)
