@@ -1,13 +1,22 @@
 """Does the embedded default learn? Runs ``ragen train`` (the trainer's preset, no config file) and prints validation
 success before RL (step 0, after the format warm-start) and at the end, with the seeds used.
 
-Usage: python bench/learning.py [key=value ...] [--seeds 0 1]   (overrides go to ``ragen train``)
+To tell what a gain is made of, it also plays the same validation set (same rooms, group size, turn and action
+limits) with scripted policies that need no model: ``random`` answers 1 to ``max_actions_per_turn`` random valid
+actions per turn (the warm-start demonstrations' own distribution, with a perfect format), ``random_max`` always
+``max_actions_per_turn`` of them, and ``oracle`` the env's optimal moves (where the env has an oracle). A policy at
+``random`` has learned the format and nothing of the task; the validation format-penalty rate is printed too.
+
+Usage: python bench/learning.py [key=value ...] [--seeds 0 1] [--baselines-only RUN_DIR]
+(overrides go to ``ragen train``)
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import random
 import subprocess
 import sys
 import time
@@ -18,8 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--baselines-only", metavar="RUN_DIR", default=None,
+                        help="only print the scripted baselines on the validation set of this run's config")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
+    if args.baselines_only:
+        print_baselines(baselines(Path(args.baselines_only)))
+        return 0
     rows = []
     for seed in args.seeds:
         run_dir = Path(args.out) / f"learning-seed{seed}"
@@ -39,16 +53,85 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"seed": seed, "start": first["val/success"], "end": last["val/success"],
                      "gain_points": 100 * (last["val/success"] - first["val/success"]), "minutes": minutes,
                      "steps": last["step"], "per_variant": {k: (first.get(k), last[k]) for k in variants},
-                     "train_success_last": lines[-1].get("train/success")})
-    print(f"{'seed':>4} {'val success @0':>15} {'@end':>8} {'gain (points)':>14} {'steps':>6} {'minutes':>8}")
+                     "format_penalty_rate": (first.get("val/format_penalty_rate"), last.get("val/format_penalty_rate")),
+                     "train_success_last": lines[-1].get("train/success"), "baselines": baselines(run_dir)})
+    print(f"{'seed':>4} {'val success @0':>15} {'@end':>8} {'gain (points)':>14} {'format pen. @0':>15} {'@end':>6} "
+          f"{'steps':>6} {'minutes':>8}")
     for r in rows:
-        print(f"{r['seed']:>4} {r['start']:>15.3f} {r['end']:>8.3f} {r['gain_points']:>14.1f} {r['steps']:>6} "
-              f"{r['minutes']:>8.1f}")
+        f0, f1 = (f"{x:.3f}" if x is not None else "-" for x in r["format_penalty_rate"])
+        print(f"{r['seed']:>4} {r['start']:>15.3f} {r['end']:>8.3f} {r['gain_points']:>14.1f} {f0:>15} {f1:>6} "
+              f"{r['steps']:>6} {r['minutes']:>8.1f}")
+    print_baselines(rows[-1]["baselines"])
     out = Path(args.out) / "learning.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
     print(f"wrote {out}")
     return 0
+
+
+class _Scripted:
+    """A model-free policy on the core's character tokenizer: ``random`` (1 to ``most`` random valid actions per
+    turn), ``random_max`` (always ``most``) or ``oracle`` (up to ``most`` of the env's optimal moves, planned on a
+    copy of the env)."""
+
+    def __init__(self, episodes: list, kind: str, most: int, sep: str, seed: int) -> None:
+        from ragen_core.chat import TextTokenizer
+
+        self.envs = {ep.episode_id: ep.env for ep in episodes}
+        self.kind, self.most, self.sep, self.rng = kind, most, sep, random.Random(seed)
+        self.tokenizer = TextTokenizer()
+
+    def _actions(self, env) -> list[str]:
+        if self.kind == "oracle" and hasattr(env, "oracle_action"):
+            sim, out = copy.deepcopy(env), []
+            while len(out) < self.most and (action := sim.oracle_action()) is not None:
+                out.append(str(action))
+                if sim.step(str(action))[2]:
+                    break
+            if out:
+                return out
+        names = list(getattr(env, "action_names", None) or ["0"])
+        k = self.most if self.kind == "random_max" else self.rng.randint(1, self.most)
+        return [self.rng.choice(names) for _ in range(k)]
+
+    def generate(self, requests: list) -> list:
+        from ragen_core.rollout import GenerationResult
+
+        out = []
+        for req in requests:
+            answer = f" {self.sep} ".join(self._actions(self.envs[req.episode_id]))
+            ids = tuple(self.tokenizer.encode(f"I will act.</think><answer>{answer}</answer>"))
+            out.append(GenerationResult(token_ids=ids, logprobs=(0.0,) * len(ids), mean_entropy=0.0))
+        return out
+
+
+def baselines(run_dir: Path, seed: int = 0) -> dict[str, float]:
+    """Validation success of the scripted policies on the validation set of the run in ``run_dir``."""
+    from ragen_core.chat import ChatCodec, TextTokenizer
+    from ragen_core.config import load_config, resolve_config
+    from ragen_core.plugins import build_plugin_manager, collect_registries
+    from ragen_core.rollout import make_episodes, run_lockstep
+    from ragen_core.runner import rollout_metrics
+
+    config = load_config(run_dir / "config.yaml")
+    pm = build_plugin_manager(config)
+    registries = collect_registries(pm)
+    resolved = resolve_config(config, registries, pm)
+    r = config.rollout
+    seeds = [r.seed_val + i for i in range(r.val_env_groups)]
+    out = {}
+    for kind in ("random", "random_max", "oracle"):
+        episodes = make_episodes(registries.envs, resolved.val_env_plan, seeds=seeds, group_size=r.val_group_size,
+                                 config=r, codec=ChatCodec(TextTokenizer(), think=r.think))
+        batch = run_lockstep(episodes, _Scripted(episodes, kind, r.max_actions_per_turn, r.action_sep, seed))
+        out[kind] = rollout_metrics(batch, "val").get("val/success", 0.0)
+    return out
+
+
+def print_baselines(b: dict[str, float]) -> None:
+    print("scripted policies on the same validation set: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in b.items())
+          + "  (random = the warm-start's action distribution with a perfect format)")
 
 
 if __name__ == "__main__":
