@@ -92,6 +92,7 @@ def test_scripted_rollout_and_component_metrics_are_documented(tmp_path: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_training_metrics_are_documented_and_the_glossary_is_not_stale(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")

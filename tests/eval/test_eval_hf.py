@@ -17,6 +17,8 @@ from ragen_core.chat import ChatCodec  # noqa: E402
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 TRAIN = ["envs=[{name: sokoban, groups: 1}, {name: frozenlake_det, groups: 1}]", "rollout.env_groups=2",
          "rollout.group_size=2", "rollout.max_turn=2", "rollout.max_new_tokens=10", "rollout.val_env_groups=2",
          "rollout.val_group_size=1", "trainer.name=torch", "trainer.model=tiny", "estimator=grpo", "filter=none",
@@ -34,7 +36,7 @@ def lines(run_dir: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trained_run(tmp_path_factory: pytest.TempPathFactory, one_torch_thread: None) -> Path:
     """A real two-step ``ragen train`` run of the tiny model (a checkpoint after each step)."""
     run = tmp_path_factory.mktemp("train") / "run"
     res = ragen("train", *TRAIN, "--run-dir", str(run))

@@ -30,12 +30,14 @@ from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
 from ragen_plugins_torch.serve import HFBackend, HFBackendConfig, ModelServer  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the tiny model, here and in `ragen serve`/`ragen eval`
+
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["rollout.max_turn=2", "rollout.max_new_tokens=12", "run.log_level=error"]
 
 
 @pytest.fixture(scope="module")
-def server() -> Any:
+def server(one_torch_thread: None) -> Any:
     with ModelServer(HFBackend(HFBackendConfig(model="tiny")), name="tiny", port=0) as srv:
         yield srv
 
