@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from click.testing import CliRunner  # noqa: E402
 
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 SMALL = [
     "envs=[{name: sokoban, groups: 1}, {name: frozenlake_det, groups: 1}]",
@@ -41,9 +44,28 @@ def step_lines(lines: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {line["step"]: line for line in lines if "actor/pg_loss" in line or "rollout/success" in line}
 
 
+Run = tuple[Path, list[dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def two_step_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
+    """``two_step_run(estimator)``: the two-step run of ``SMALL`` under that estimator (GRPO's also records its
+    rollouts), made on first use and shared by the tests that only read it (none writes into it)."""
+    runs: dict[str, Run] = {}
+
+    def get(estimator: str) -> Run:
+        if estimator not in runs:
+            run_dir = tmp_path_factory.mktemp(f"two_step_{estimator}") / "run"
+            record = ["trainer.record_rollouts=true"] if estimator == "grpo" else []
+            runs[estimator] = (run_dir, train(run_dir, f"estimator={estimator}", "trainer.steps=2", *record))
+        return runs[estimator]
+
+    return get
+
+
 @pytest.mark.parametrize("estimator", ["gae", "grpo"])
-def test_a_few_steps_of_the_full_loop(tmp_path: Path, estimator: str) -> None:
-    lines = train(tmp_path / "run", f"estimator={estimator}", "trainer.steps=2")
+def test_a_few_steps_of_the_full_loop(two_step_run: Callable[[str], Run], estimator: str) -> None:
+    run_dir, lines = two_step_run(estimator)
     steps = step_lines(lines)
     assert sorted(steps) == [1, 2]
     for line in steps.values():
@@ -58,20 +80,22 @@ def test_a_few_steps_of_the_full_loop(tmp_path: Path, estimator: str) -> None:
         assert 0.0 <= line["rollout/token_drift"] <= 1.0
     assert any("val/sokoban/success" in line for line in lines)
     assert lines[0]["warm_start/loss_last"] < lines[0]["warm_start/loss_first"]
-    ckpts = sorted((tmp_path / "run" / "checkpoints").glob("step_*"))
+    ckpts = sorted((run_dir / "checkpoints").glob("step_*"))
     assert [c.name for c in ckpts] == ["step_000001", "step_000002"]
     assert (ckpts[-1] / "actor" / "config.json").exists() and (ckpts[-1] / "state.json").exists()
 
 
-@pytest.mark.slow
-def test_resume_continues_exactly(tmp_path: Path) -> None:
-    full = step_lines(train(tmp_path / "a", "estimator=gae", "trainer.steps=3"))
-    train(tmp_path / "b", "estimator=gae", "trainer.steps=2")
-    resumed = step_lines(train(tmp_path / "b", "trainer.steps=3", resume=True))
-    for key, value in full[3].items():
+def test_resume_continues_exactly(two_step_run: Callable[[str], Run], tmp_path: Path) -> None:
+    """Stopped after step 1 and resumed, a run's step 2 is the uninterrupted run's step 2. The stopped run validated
+    after its last step (1) and the uninterrupted one did not, so that validation must not disturb training either."""
+    full = step_lines(two_step_run("gae")[1])
+    train(tmp_path / "b", "estimator=gae", "trainer.steps=1")
+    resumed = step_lines(train(tmp_path / "b", "trainer.steps=2", resume=True))
+    assert sorted(resumed) == [1, 2]
+    for key, value in full[2].items():
         if key.startswith(("timing_s", "perf/")):
             continue
-        assert resumed[3][key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
+        assert resumed[2][key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
 
 
 @pytest.mark.parametrize("filt", [["filter=top_p", "filter.value=0.5", "filter.loss_scale=sqrt"],
@@ -112,12 +136,13 @@ def test_lora_training_step_and_merged_checkpoint(tmp_path: Path) -> None:
     assert (actor / "config.json").exists() and not (actor / "adapter_config.json").exists()
 
 
-def test_replay_reproduces_the_recorded_updates_exactly(tmp_path: Path) -> None:
-    recorded = step_lines(train(tmp_path / "a", "trainer.steps=2", "trainer.record_rollouts=true"))
-    files = sorted(p.name for p in (tmp_path / "a" / "rollouts").iterdir())
+def test_replay_reproduces_the_recorded_updates_exactly(two_step_run: Callable[[str], Run], tmp_path: Path) -> None:
+    recorded_dir, recorded_lines = two_step_run("grpo")  # recorded with trainer.record_rollouts=true
+    recorded = step_lines(recorded_lines)
+    files = sorted(p.name for p in (recorded_dir / "rollouts").iterdir())
     assert files == ["step_000001.jsonl.gz", "step_000002.jsonl.gz"]
     res = CliRunner().invoke(build_cli(build_plugin_manager()),
-                             ["train", "--replay", str(tmp_path / "a"), "--run-dir", str(tmp_path / "b")])
+                             ["train", "--replay", str(recorded_dir), "--run-dir", str(tmp_path / "b")])
     assert res.exit_code == 0, res.output + repr(res.exception)
     replayed = step_lines([json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()])
     assert sorted(replayed) == [1, 2]
@@ -128,7 +153,7 @@ def test_replay_reproduces_the_recorded_updates_exactly(tmp_path: Path) -> None:
                 assert replayed[step][key] == pytest.approx(value, rel=1e-6, abs=1e-9), (step, key)
     # the same data under another estimator (PPO + GAE with a critic): a different update on identical rollouts
     res = CliRunner().invoke(build_cli(build_plugin_manager()),
-                             ["train", "estimator=gae", "--replay", str(tmp_path / "a"), "--run-dir",
+                             ["train", "estimator=gae", "--replay", str(recorded_dir), "--run-dir",
                               str(tmp_path / "c")])
     assert res.exit_code == 0, res.output + repr(res.exception)
     other = step_lines([json.loads(x) for x in (tmp_path / "c" / "metrics.jsonl").read_text().splitlines()])
@@ -136,12 +161,13 @@ def test_replay_reproduces_the_recorded_updates_exactly(tmp_path: Path) -> None:
     assert "critic/vf_loss" in other[1] and "critic/vf_loss" not in recorded[1]
 
 
-def test_replay_errors_are_clear(tmp_path: Path) -> None:
-    train(tmp_path / "a", "trainer.steps=1", "trainer.record_rollouts=true")
+def test_replay_errors_are_clear(two_step_run: Callable[[str], Run], tmp_path: Path) -> None:
+    recorded_dir, _ = two_step_run("grpo")  # rollouts recorded for steps 1 and 2
     cli = build_cli(build_plugin_manager())
-    res = CliRunner().invoke(cli, ["train", "trainer.steps=2", "--replay", str(tmp_path / "a"),
+    res = CliRunner().invoke(cli, ["train", "trainer.steps=3", "--replay", str(recorded_dir),
                                    "--run-dir", str(tmp_path / "b")])
-    assert res.exit_code != 0 and "no rollouts for step 2" in res.output + str(res.exception)
+    assert res.exit_code != 0 and "no rollouts for step 3" in res.output + str(res.exception)
+    assert "it recorded steps 1..2" in res.output + str(res.exception)
     res = CliRunner().invoke(cli, ["train", "--replay", str(tmp_path / "nothing")])
     assert res.exit_code != 0 and "holds no recorded rollouts" in res.output + str(res.exception)
 
