@@ -11,7 +11,7 @@ each step does exactly what ``TorchTrainer._rollout`` does: ``make_episodes`` + 
 - ``model.generate``: Hugging Face's generate (forward passes, sampling, the ``</answer>`` stop-string criterion),
   and inside it the time in the model's forward passes (forward hooks);
 - the policy wrapper: ``HFPolicy.generate`` minus ``model.generate`` (left padding, log-probs and entropies from the
-  returned logits, the per-token stop scan that decodes tokens);
+  returned logits, the stop-string scan over the sampled tokens, building the stop criterion on first use);
 - env: ``make_episodes`` (env construction) and every ``reset`` / ``step`` / ``state_key`` call;
 - prompt building, parsing and tokenisation: ``system_message``, ``user_message``, the chat codec's ``prompt`` and
   ``continuation`` (template rendering + encoding), decoding the response, ``parse_response``;
@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragen_core.rollout import make_episodes, run_lockstep
     from ragen_core.runner import group_seeds
 
+    load_at_start = list(os.getloadavg())
     resolved, registries = load_preset(args.overrides)
     cfg, tc = resolved.config, resolved.trainer
     ro = cfg.rollout
@@ -236,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         "bench": "rollout_overhead",
         "command": "python bench/rollout_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": machine(),
+        "load_avg_1_5_15_at_start": load_at_start,
         "shape": {"env_plan": [[n, g, o] for n, g, o in resolved.env_plan], "group_size": ro.group_size,
                   "max_turn": ro.max_turn, "max_actions_per_turn": ro.max_actions_per_turn,
                   "max_new_tokens": ro.max_new_tokens, "model": tc.model,
@@ -252,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rollout overhead: {args.steps} steps of {total['trajectories'] // args.steps} trajectories "
           f"({result['shape']['model']}, {', '.join(n for n, *_ in resolved.env_plan)}), "
           f"{total['turns']} turns, {total['env_steps']} env steps, {total['generated_tokens']} tokens; "
-          f"load avg {result['machine']['load_avg_1_5_15'][0]:.2f}, {torch.get_num_threads()} threads")
+          f"load avg {load_at_start[0]:.2f} at start, {result['machine']['load_avg_1_5_15'][0]:.2f} at end, "
+          f"{torch.get_num_threads()} threads")
     print(f"{'part':44s} {'seconds':>9s} {'share':>8s}")
     for label, key in parts:
         print(f"{label:44s} {total[key]:9.3f} {100 * total[key] / wall:7.2f}%")
