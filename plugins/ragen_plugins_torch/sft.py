@@ -30,12 +30,14 @@ REASONING = [
 
 
 class DemoPolicy:
-    """Writes ``<generic reasoning></think><answer>random valid action(s)</answer>`` with the real tokenizer."""
+    """Writes ``<generic reasoning></think><answer>random valid action(s)</answer>`` with the real tokenizer; with
+    ``think=False`` (the prompt then ends with ``<answer>``) only ``random valid action(s)</answer>``."""
 
-    def __init__(self, tokenizer: Any, episodes: list[Any], *, max_actions: int, action_sep: str, seed: int) -> None:
+    def __init__(self, tokenizer: Any, episodes: list[Any], *, max_actions: int, action_sep: str, seed: int,
+                 think: bool = True) -> None:
         self.tokenizer, self.rng = tokenizer, random.Random(seed)
         self.envs = {ep.episode_id: ep.env for ep in episodes}
-        self.max_actions, self.sep = max_actions, action_sep
+        self.max_actions, self.sep, self.think = max_actions, action_sep, think
 
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         out = []
@@ -46,7 +48,8 @@ class DemoPolicy:
                 answer = f" {self.sep} ".join(self.rng.choice(list(names)) for _ in range(k))
             else:
                 answer = str(self.rng.randint(0, 100))
-            text = f" {self.rng.choice(REASONING)} </think> <answer> {answer} </answer>"
+            text = (f" {self.rng.choice(REASONING)} </think> <answer> {answer} </answer>" if self.think
+                    else f" {answer} </answer>")
             ids = tuple(self.tokenizer.encode(text, add_special_tokens=False))
             out.append(GenerationResult(token_ids=ids, logprobs=(0.0,) * len(ids)))
         return out
@@ -58,7 +61,7 @@ def demonstration_samples(registries: Any, plan: list[Any], codec: ChatCodec, ro
     episodes = make_episodes(registries.envs, _scale(plan, groups), seeds=[10**6 + seed + i for i in range(groups)],
                              group_size=1, config=rollout, codec=codec)
     policy = DemoPolicy(codec.tokenizer, episodes, max_actions=rollout.max_actions_per_turn,
-                        action_sep=rollout.action_sep, seed=seed)
+                        action_sep=rollout.action_sep, seed=seed, think=rollout.think)
     return build_samples(run_lockstep(episodes, policy))
 
 
