@@ -44,7 +44,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def eval_metrics(records: list[dict[str, Any]], group_size: int) -> dict[str, dict[str, float]]:
     """Metrics per env and over ``all``: success (per trajectory), pass@k for k = 1, 2, 4, ... and the group size
     (over groups with at least k trajectories without env errors), avg@K (mean of the groups' success rates),
-    rewards, turns, tokens and env errors."""
+    ``reward_mean`` (the trajectory score: env rewards plus format penalties, what ``rollout/reward_mean`` reports
+    in training), ``env_reward_mean`` (env rewards only), turns, tokens and env errors."""
     ks = sorted({2 ** i for i in range(group_size.bit_length()) if 2 ** i < group_size} | {group_size})
     by_env: dict[str, list[dict[str, Any]]] = {}
     for r in records:
@@ -63,8 +64,10 @@ def eval_metrics(records: list[dict[str, Any]], group_size: int) -> dict[str, di
                 vals = [pass_at_k(len(g), sum(g), k) for g in groups.values() if len(g) >= k]
                 if vals:
                     m[f"pass@{k}"] = sum(vals) / len(vals)
-            for key in ("reward", "score", "turns", "response_tokens"):
-                m[f"{key}_mean"] = sum(r[key] for r in ok) / len(ok)
+            # reward_mean is the trajectory score (env rewards plus format penalties), as rollout/reward_mean
+            for metric, key in (("reward_mean", "score"), ("env_reward_mean", "reward"), ("turns_mean", "turns"),
+                                ("response_tokens_mean", "response_tokens")):
+                m[metric] = sum(r[key] for r in ok) / len(ok)
         out[name] = m
     return out
 

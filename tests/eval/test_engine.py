@@ -65,7 +65,8 @@ def test_eval_metrics_match_a_slow_reference(rows: list[tuple[str, int, bool, bo
         assert m["groups"] == len(groups)
         assert m["success"] == pytest.approx(sum(r["success"] for r in ok) / len(ok))
         assert m[f"avg@{group_size}"] == pytest.approx(sum(sum(g) / len(g) for g in groups.values()) / len(groups))
-        assert m["reward_mean"] == pytest.approx(sum(r["reward"] for r in ok) / len(ok))
+        assert m["reward_mean"] == pytest.approx(sum(r["score"] for r in ok) / len(ok))  # penalties included
+        assert m["env_reward_mean"] == pytest.approx(sum(r["reward"] for r in ok) / len(ok))
         for k in range(1, group_size + 1):
             eligible = [g for g in groups.values() if len(g) >= k]
             listed = k == group_size or (k & (k - 1) == 0)
