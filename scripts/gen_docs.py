@@ -16,7 +16,8 @@ default options, variants, and the first prompt of seed 0 exactly as the core's 
 (:mod:`ragen_core.chat`) renders it.
 
 Only the plugins of the ``ragen`` distribution itself are loaded, so a third-party plugin installed on the machine
-does not change the pages. The output is deterministic: sorted, no timestamps, no absolute paths.
+does not change the pages. The output is deterministic: sorted, no timestamps, no absolute paths, and no text that
+depends on the machine (the installed Coq version in the coq prompts is shown as ``Coq <version>``).
 ``tests/docs/test_docs_sync.py`` regenerates both pages and compares them with the committed files.
 """
 
@@ -666,6 +667,28 @@ EXAMPLE_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
+def _coq_placeholders() -> dict[str, str]:
+    """The coq env names the installed Coq in its instruction and state (``Coq 8.16.1``); the catalogue shows
+    ``Coq <version>``. Its first prompt also shows coqtop's goals, so it needs coqtop."""
+    from ragen_plugins_envs.prover.coq import coq_version
+
+    version = coq_version()
+    if not version:
+        raise DocsUnavailable("the coq env's first prompt needs coqtop (apt-get install coq)")
+    return {f"Coq {version}": "Coq <version>"}
+
+
+#: base env -> a function returning {text the machine puts into the prompt: what the catalogue shows instead}, so
+#: that the pages do not change with the machine that renders them (it raises DocsUnavailable when the machine
+#: cannot render the env's prompt at all)
+MACHINE_TEXT: dict[str, Any] = {"coq": _coq_placeholders}
+#: the note below a prompt with such placeholders
+MACHINE_NOTES: dict[str, str] = {
+    "coq": "`Coq <version>` stands for the installed Coq's version (`coqtop -print-version`, e.g. `8.16.1`), which the "
+           "instruction and the state name.",
+}
+
+
 @attrs.frozen
 class Prompt:
     system: str
@@ -677,7 +700,8 @@ class Prompt:
 
 
 def first_prompt(registries: Any, name: str, options: dict[str, Any] | None = None) -> Prompt:
-    """The first prompt of env ``name`` at seed 0, with the default rollout settings, as the model sees it."""
+    """The first prompt of env ``name`` at seed 0, with the default rollout settings, as the model sees it (text that
+    depends on the machine replaced as :data:`MACHINE_TEXT` says)."""
     from ragen_core.chat import ChatCodec, TextTokenizer, system_message, user_message
     from ragen_core.config import RolloutConfig
     from ragen_core.errors import RagenError
@@ -698,6 +722,9 @@ def first_prompt(registries: Any, name: str, options: dict[str, Any] | None = No
                 close()
     except (RagenError, ImportError, OSError) as exc:
         raise DocsUnavailable(f"env {name!r} cannot be made here: {type(exc).__name__}: {exc}") from exc
+    base = registries.envs.resolve(name)[0].name
+    for machine, shown in (MACHINE_TEXT[base]() if base in MACHINE_TEXT else {}).items():
+        system, user = system.replace(machine, shown), user.replace(machine, shown)
     codec = ChatCodec(TextTokenizer(), think=rc.think)
     text = codec.render([{"role": "system", "content": system}, {"role": "user", "content": user}],
                         generation=True) + codec.open_tag
@@ -786,6 +813,8 @@ def render_envs() -> str:
                     f"{cell(v.description)} |" for v in variants]
             out.append("")
         out += [f"First prompt (seed 0){', ' + why if why else ''}:", "", *fenced(prompt.text), ""]
+        if spec.name in MACHINE_NOTES:
+            out += [MACHINE_NOTES[spec.name], ""]
         for v in variants:
             vopts, vwhy = EXAMPLE_OPTIONS.get(v.name, ({}, ""))
             vprompt = first_prompt(registries, v.name, vopts)
