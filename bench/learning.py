@@ -105,8 +105,10 @@ class _Scripted:
         return out
 
 
-def baselines(run_dir: Path, seed: int = 0) -> dict[str, float]:
-    """Validation success of the scripted policies on the validation set of the run in ``run_dir``."""
+def baselines(run_dir: Path, seed: int = 0, most: int | None = None, repeats: int = 8) -> dict[str, float]:
+    """Validation success of the scripted policies on the validation set of the run in ``run_dir``, with up to
+    ``most`` actions per turn (default: the run's ``rollout.max_actions_per_turn``), averaged over ``repeats`` plays
+    of the whole set (random policies are noisy on 128 episodes)."""
     from ragen_core.chat import ChatCodec, TextTokenizer
     from ragen_core.config import load_config, resolve_config
     from ragen_core.plugins import build_plugin_manager, collect_registries
@@ -121,15 +123,18 @@ def baselines(run_dir: Path, seed: int = 0) -> dict[str, float]:
     seeds = [r.seed_val + i for i in range(r.val_env_groups)]
     out = {}
     for kind in ("random", "random_max", "oracle"):
-        episodes = make_episodes(registries.envs, resolved.val_env_plan, seeds=seeds, group_size=r.val_group_size,
-                                 config=r, codec=ChatCodec(TextTokenizer(), think=r.think))
-        batch = run_lockstep(episodes, _Scripted(episodes, kind, r.max_actions_per_turn, r.action_sep, seed))
-        out[kind] = rollout_metrics(batch, "val").get("val/success", 0.0)
+        total = 0.0
+        for rep in range(repeats if kind != "oracle" else 1):
+            episodes = make_episodes(registries.envs, resolved.val_env_plan, seeds=seeds, group_size=r.val_group_size,
+                                     config=r, codec=ChatCodec(TextTokenizer(), think=r.think))
+            policy = _Scripted(episodes, kind, most or r.max_actions_per_turn, r.action_sep, seed + rep)
+            total += rollout_metrics(run_lockstep(episodes, policy), "val").get("val/success", 0.0)
+        out[kind] = total / (repeats if kind != "oracle" else 1)
     return out
 
 
 def print_baselines(b: dict[str, float]) -> None:
-    print("scripted policies on the same validation set: "
+    print("scripted policies on the same validation set (random ones: mean of 8 plays): "
           + ", ".join(f"{k} {v:.3f}" for k, v in b.items())
           + "  (random = the warm-start's action distribution with a perfect format)")
 
