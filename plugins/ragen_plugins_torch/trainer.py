@@ -22,6 +22,7 @@ from ragen_core.batching import advantage_input, build_samples, normalise_scores
 from ragen_core.chat import ChatCodec
 from ragen_core.data import read_batches, write_batches
 from ragen_core.errors import RagenError
+from ragen_core.ppo import PPOOptions, leading
 from ragen_core.protocols import DiagnosticContext
 from ragen_core.rollout import make_episodes, run_lockstep
 from ragen_core.runner import group_seeds, rollout_metrics
@@ -39,31 +40,18 @@ def _nonneg(_i: Any, a: Any, v: Any) -> None:
         raise ValueError(f"'{a.name}' must be >= 0: {v}")
 
 
-@attrs.define
-class TorchTrainerConfig:
+@attrs.define(field_transformer=leading("model", "steps"))
+class TorchTrainerConfig(PPOOptions):
     """Options of the native trainer (RAGEN's defaults where they exist; tiny CPU models need larger lrs).
+
+    The PPO options (``actor_lr`` ... ``value_clip``) are :class:`ragen_core.ppo.PPOOptions`, shared with the
+    ``verl`` trainer.
 
     :ivar model: a Hugging Face causal-LM folder or hub id, a checkpoint's ``actor/`` folder, or a built-in name:
         ``tiny`` (0.7M-parameter Qwen2 built offline) or ``smollm2-135m`` (SmolLM2-135M-Instruct).
     :ivar steps: training steps (each: rollout, filter, estimator, update).
-    :ivar actor_lr: AdamW learning rate of the policy.
-    :ivar critic_lr: AdamW learning rate of the critic (estimators that need one: ``gae``, ``bilevel_gae``).
-    :ivar ppo_epochs: passes over each step's samples.
-    :ivar mini_batch_size: samples per optimiser step.
     :ivar micro_batch_size: samples per forward/backward pass (gradients accumulate up to the mini-batch); must
         divide ``mini_batch_size``.
-    :ivar clip_low: PPO ratio clip below 1: the ratio is clipped to ``[1 - clip_low, 1 + clip_high]``.
-    :ivar clip_high: PPO ratio clip above 1 (decoupled, DAPO's clip-higher).
-    :ivar dual_clip: dual-clip constant ``c``: for negative advantages the loss is capped at ``-c * A`` (None: off).
-    :ivar entropy_coeff: weight of the entropy bonus subtracted from the policy loss.
-    :ivar use_kl_loss: add a KL loss to a frozen copy of ``model`` (the reference; loaded once more).
-    :ivar kl_coeff: weight of the KL loss.
-    :ivar kl_estimator: per-token KL estimate: ``k1`` (log-ratio), ``k2`` (half squared log-ratio), ``k3`` or
-        ``low_var_kl`` (``(r - 1) - log r``, clamped to [-10, 10]).
-    :ivar loss_agg: loss aggregation: ``token-mean`` (every token weighs the same; PPO), ``seq-mean-token-mean``
-        (mean per sequence, then over sequences; GRPO) or ``seq-mean-token-sum`` (sum per sequence; Dr.GRPO).
-    :ivar grad_clip: gradient norm clip of the actor and the critic.
-    :ivar value_clip: clip of the value change in the critic loss (None: off).
     :ivar val_every: validate every this many steps (0: only at step 0 and after the last step).
     :ivar save_every: write a checkpoint every this many steps and after the last one (0: none, except when the run
         stops early).
@@ -91,21 +79,7 @@ class TorchTrainerConfig:
 
     model: str = "tiny"
     steps: int = attrs.field(default=30, validator=_pos)
-    actor_lr: float = attrs.field(default=1e-6, validator=_pos)
-    critic_lr: float = attrs.field(default=1e-5, validator=_pos)
-    ppo_epochs: int = attrs.field(default=1, validator=_pos)
-    mini_batch_size: int = attrs.field(default=32, validator=_pos)
     micro_batch_size: int = attrs.field(default=8, validator=_pos)
-    clip_low: float = attrs.field(default=0.2, validator=_nonneg)
-    clip_high: float = attrs.field(default=0.28, validator=_nonneg)
-    dual_clip: float | None = 3.0
-    entropy_coeff: float = attrs.field(default=0.001, validator=_nonneg)
-    use_kl_loss: bool = False
-    kl_coeff: float = attrs.field(default=0.001, validator=_nonneg)
-    kl_estimator: Literal["k1", "k2", "k3", "low_var_kl"] = "low_var_kl"
-    loss_agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
-    grad_clip: float = attrs.field(default=1.0, validator=_pos)
-    value_clip: float | None = 0.5
     val_every: int = attrs.field(default=10, validator=_nonneg)
     save_every: int = attrs.field(default=10, validator=_nonneg)
     keep_last: int = attrs.field(default=2, validator=_pos)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import attrs
 
 from ragen_core.errors import ConfigError, RagenError
+from ragen_core.ppo import PPOOptions, leading
 
 __all__ = ["VERL_INSTALL", "VerlTrainerConfig", "build_verl_config", "check_resources", "unsupported",
            "validate_verl_config", "verl_settings", "visible_gpus"]
@@ -53,12 +54,13 @@ def _unit(_i: Any, a: Any, v: Any) -> None:
         raise ValueError(f"'{a.name}' must be in (0, 1]: {v}")
 
 
-@attrs.define
-class VerlTrainerConfig:
+@attrs.define(field_transformer=leading("model", "steps"))
+class VerlTrainerConfig(PPOOptions):
     """Options of the ``verl`` trainer (``trainer: {name: verl, ...}``); see ``docs/verl.md`` for the mapping.
 
-    The PPO options share their names and defaults with the native trainer, so a config moves between
-    ``trainer: torch`` and ``trainer: verl`` by changing the name and the resource keys.
+    The PPO options (``actor_lr`` ... ``value_clip``) are :class:`ragen_core.ppo.PPOOptions`, shared with the native
+    trainer (names, defaults, validators), so a config moves between ``trainer: torch`` and ``trainer: verl`` by
+    changing the name and the resource keys.
     ``mini_batch_size`` counts trajectories, as in the native trainer; veRL counts prompts (groups), so it must be a
     multiple of ``rollout.group_size``. ``micro_batch_size`` is per GPU. ``verl_overrides`` are raw Hydra
     overrides of veRL's config (``"actor_rollout_ref.rollout.max_num_seqs=64"``) applied last and still validated
@@ -66,20 +68,14 @@ class VerlTrainerConfig:
 
     :ivar model: a Hugging Face model folder or hub id (``tiny`` and ``smollm2-135m`` are built by the torch plugin).
     :ivar steps: training steps (veRL's ``trainer.total_training_steps``).
-    :ivar actor_lr: learning rate of the policy.
-    :ivar critic_lr: learning rate of the critic (estimators that need one).
-    :ivar ppo_epochs: passes over each step's samples.
     :ivar mini_batch_size: trajectories per optimiser step; a multiple of ``rollout.group_size``.
     :ivar micro_batch_size: sequences per forward/backward pass on each GPU.
     :ivar clip_low: PPO ratio clip below 1 (veRL's ``clip_ratio_low``).
     :ivar clip_high: PPO ratio clip above 1 (veRL's ``clip_ratio_high``).
     :ivar dual_clip: dual-clip constant, > 1 (veRL's ``clip_ratio_c``; this trainer refuses null).
-    :ivar entropy_coeff: weight of the entropy bonus.
-    :ivar use_kl_loss: add a KL loss to the reference model.
-    :ivar kl_coeff: weight of the KL loss.
     :ivar kl_estimator: per-token KL estimate (veRL's ``kl_loss_type``).
     :ivar loss_agg: loss aggregation (veRL's ``loss_agg_mode``).
-    :ivar grad_clip: gradient norm clip.
+    :ivar grad_clip: gradient norm clip of the actor (veRL's ``actor.optim.clip_grad``).
     :ivar value_clip: clip of the value change in the critic loss (null uses veRL's 0.5).
     :ivar val_every: validate every this many steps (0: never; veRL's ``test_freq``).
     :ivar save_every: checkpoint every this many steps (0: never; veRL's ``save_freq``).
@@ -105,21 +101,7 @@ class VerlTrainerConfig:
 
     model: str = "Qwen/Qwen2.5-0.5B-Instruct"
     steps: int = attrs.field(default=200, validator=_pos)
-    actor_lr: float = attrs.field(default=1e-6, validator=_pos)
-    critic_lr: float = attrs.field(default=1e-5, validator=_pos)
-    ppo_epochs: int = attrs.field(default=1, validator=_pos)
-    mini_batch_size: int = attrs.field(default=32, validator=_pos)
     micro_batch_size: int = attrs.field(default=4, validator=_pos)
-    clip_low: float = attrs.field(default=0.2, validator=_nonneg)
-    clip_high: float = attrs.field(default=0.28, validator=_nonneg)
-    dual_clip: float | None = 3.0
-    entropy_coeff: float = attrs.field(default=0.001, validator=_nonneg)
-    use_kl_loss: bool = False
-    kl_coeff: float = attrs.field(default=0.001, validator=_nonneg)
-    kl_estimator: Literal["k1", "k2", "k3", "low_var_kl"] = "low_var_kl"
-    loss_agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
-    grad_clip: float = attrs.field(default=1.0, validator=_pos)
-    value_clip: float | None = 0.5
     val_every: int = attrs.field(default=10, validator=_nonneg)
     save_every: int = attrs.field(default=10, validator=_nonneg)
     keep_last: int = attrs.field(default=2, validator=_pos)
