@@ -8,6 +8,7 @@ native trainer with a critic, the KL loss, a warm-start and validation, plus a `
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -16,9 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from ragen_core.cli import build_cli
-from ragen_core.data import random_batch
+from ragen_core.data import RolloutBatch, Trajectory, Turn, random_batch
 from ragen_core.plugins import build_plugin_manager
 from ragen_core.protocols import DiagnosticContext
+from ragen_core.runner import rollout_metrics
 from tests.docs.gen import ROOT, load_generator
 
 GLOSSARY = ROOT / "docs" / "metrics.md"
@@ -55,7 +57,8 @@ def _cli(args: list[str]) -> None:
 
 
 def component_keys() -> set[str]:
-    """Metrics of every built-in filter and diagnostic on synthetic batches."""
+    """Metrics of every built-in filter and diagnostic on synthetic batches, and the env info metrics of a batch
+    whose actions reached the env (the tiny model's runs may take no action) as a rollout and a validation log them."""
     from tests.diagnostics.helpers import CopyScorer, copy_batch
 
     registries = load_generator().builtin_registries()
@@ -69,6 +72,12 @@ def component_keys() -> set[str]:
     ctx = DiagnosticContext(batch=copy_batch(4, 2, n_turns=2), step=1, scorer=CopyScorer())
     for spec in registries.diagnostics:
         keys |= set(spec.create().compute(ctx))
+    acted = RolloutBatch([Trajectory(env="sokoban", group_id=0, seed=0, turns=[Turn(info={"boxes_on_target": 0})])])
+    keys |= set(rollout_metrics(acted))
+    if importlib.util.find_spec("ragen_plugins_torch") is not None:
+        from ragen_plugins_torch.trainer import validation_metrics
+
+        keys |= set(validation_metrics(acted))
     return keys
 
 
