@@ -3,8 +3,8 @@ generation rate under dynamic sampling, and what a validation logs."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,23 +12,15 @@ import pytest
 
 from ragen_core.data import RolloutBatch, Trajectory, Turn
 
+needs_torch = pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("torch", "transformers")),
+                                 reason="needs torch and transformers")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 SMALL = [
     "env=sokoban", "rollout.group_size=3", "rollout.max_turn=2", "rollout.max_new_tokens=12",
     "trainer.name=torch", "trainer.model=tiny", "trainer.mini_batch_size=4", "trainer.micro_batch_size=2",
     "trainer.steps=1", "trainer.save_every=0", "estimator=grpo", "diagnostics=[]",
 ]
-
-
-@pytest.fixture(scope="module")
-def _one_thread() -> Iterator[None]:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def make_trainer(tmp_path: Path, *overrides: str) -> tuple[Any, Any]:
@@ -47,7 +39,7 @@ def make_trainer(tmp_path: Path, *overrides: str) -> tuple[Any, Any]:
     return trainer, run
 
 
-@pytest.mark.usefixtures("_one_thread")
+@needs_torch
 def test_samples_are_counted_before_and_after_the_batch_adjustment(tmp_path: Path) -> None:
     # three groups of 3, the filter keeps two: 6 samples (full context mode: one per trajectory), duplicated to 8
     trainer, run = make_trainer(tmp_path, "rollout.env_groups=3", "filter=top_k_abs", "filter.value=2",
@@ -66,7 +58,7 @@ def test_samples_are_counted_before_and_after_the_batch_adjustment(tmp_path: Pat
                for a, b in itertools.combinations(lengths, 2)), (trained, lengths)
 
 
-@pytest.mark.usefixtures("_one_thread")
+@needs_torch
 def test_tokens_per_second_covers_every_dynamic_sampling_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) \
         -> None:
     """A clock that advances one second per generated token and not otherwise: the rate must be exactly 1 token/s
