@@ -545,12 +545,13 @@ class _TimedPolicy:
 
 def validation_metrics(batch: Any) -> dict[str, float]:
     """What a validation logs of :func:`~ragen_core.runner.rollout_metrics` (prefix ``val``): ``val/success``,
-    ``val/reward_mean``, per variant ``success``, ``pass@k``, ``reward_mean`` and the env's ``info/<key>`` metrics."""
+    ``val/reward_mean``, ``val/format_penalty_rate`` (a success rate below a random policy's is often the format),
+    per variant ``success``, ``pass@k``, ``reward_mean`` and the env's ``info/<key>`` metrics."""
     metrics = {}
     for key, value in rollout_metrics(batch, "val").items():
         parts = key.split("/")
         if (len(parts) in (2, 3) and parts[-1] in ("success", "pass@k", "reward_mean")) or (
-                len(parts) == 4 and parts[2] == "info"):
+                len(parts) == 4 and parts[2] == "info") or key == "val/format_penalty_rate":
             metrics[key] = value
     return metrics
 
