@@ -419,10 +419,16 @@ def extract_code(text: str) -> str:
     return opened.group(1) if opened else text
 
 
+# CPython 3.11's parser is not safe to run from several threads at once ("AST constructor recursion depth
+# mismatch", python/cpython#106905), and warnings.catch_warnings mutates process-wide state: envs stepped in parallel
+# (rollout.env_workers, the sandbox pool) parse one program at a time.
+_PARSE_LOCK = threading.Lock()
+
+
 def _parse(code: str) -> tuple[ast.Module | None, str]:
     """``ast.parse`` only (nothing is compiled to bytecode or run): the tree, or None and why not."""
     try:
-        with warnings.catch_warnings():
+        with _PARSE_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(code), ""
     except SyntaxError as exc:

@@ -525,3 +525,20 @@ def test_fuzz_10000_actions_per_env(source: str) -> None:
 
     run()
     assert len(launches) <= 100, launches[:20]  # the host decides almost everything without a sandbox
+
+
+def test_programs_parse_from_many_threads_at_once() -> None:
+    """The host-side parse runs under one lock: CPython 3.11's parser raises "AST constructor recursion depth
+    mismatch" when threads parse at once (python/cpython#106905; seen here in the HumanEval pool test)."""
+    programs = [f"def f{i}(x):\n    return {'(' * 60}x{')' * 60} + {i}\n" * 20 for i in range(16)]
+    programs += ["def broken(:\n", "(" * 5000 + ")" * 5000]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(deepcoder_module._parse, programs * 8))
+    for code, (tree, why) in zip(programs * 8, results):
+        if code.startswith("def f"):
+            assert tree is not None and why == "" and ast.dump(tree) == ast.dump(ast.parse(code))
+        else:
+            assert tree is None and why
+    assert deepcoder_module._PARSE_LOCK.acquire(blocking=False)
+    deepcoder_module._PARSE_LOCK.release()
