@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ragen_core.context import RunContext, StepContext
+from ragen_core.context import RunContext
 from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.data import RolloutBatch, Trajectory
 from ragen_core.log import get_logger

@@ -187,7 +187,7 @@ class TorchTrainer:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
         self._setup(run)
-        tc, cfg = self.config, run.config
+        tc = self.config
         if tc.warm_start_steps and not self.start_step:
             self._warm_start(run)
         result: dict[str, Any] = {"status": "completed", "steps": self.start_step, "metrics": {}}

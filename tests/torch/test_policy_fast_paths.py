@@ -6,7 +6,6 @@ against the previous implementation, bit for bit."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
