@@ -118,6 +118,8 @@ def build_cli(pm: Any = None) -> click.Group:
         resolved, _r, _pm = _setup(args, strict=False)
         for problem in resolved.problems:
             click.echo(f"# not resolved: {problem}")
+        for key, source in resolved.derived.items():
+            click.echo(f"# {key}: from {source} (not set in the config)")
         click.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False, allow_unicode=True), nl=False)
 
     @cli.command("play", context_settings={"ignore_unknown_options": True})
@@ -207,7 +209,8 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, re
     except RagenError as exc:
         raise ConfigError(f"trainer: {exc.message}", hint=exc.hint) from None
     if path is None and getattr(spec, "preset", ""):
-        config = load_config(spec.preset_path(), overrides)  # the trainer's embedded default
+        # the trainer's embedded default: its values are defaults (env hints replace them), the overrides explicit
+        config = load_config(None, overrides, preset=spec.preset_path())
         pm = build_plugin_manager(config)
         registries = collect_registries(pm)
     configure_logging(config.run.log_format, config.run.log_level)

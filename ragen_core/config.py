@@ -5,6 +5,11 @@ still raw) → ``resolve_config(config, registries)`` which validates each selec
 config class its plugin declared and runs the cross-field checks. Every failure is one :class:`ConfigError` naming
 the full key path, with the nearest valid key suggested.
 
+Precedence, later wins: the defaults of the attrs classes, a trainer's embedded preset, the rollout hints of the envs
+the config runs (``max_turn``, ``max_actions_per_turn``, ``max_new_tokens``, ``think``) and the run name derived
+from the model and envs, then the YAML file, then the overrides. The defaults and the preset only say what to use
+when nothing else does; what the user's file or command line sets (:attr:`RagenConfig.explicit`) is never replaced.
+
 Components are selected by name: ``filter: top_p`` or ``filter: {name: top_p, value: 0.9}``; envs with
 ``env: sokoban`` (one env for all groups) or a mix ``envs: [{name: sokoban, groups: 6}, {name: bandit, groups: 2}]``.
 """
@@ -23,9 +28,10 @@ from typing import Any, Literal, Union
 import attrs
 
 from ragen_core.errors import ConfigError, RagenError
-from ragen_core.registry import suggest
+from ragen_core.registry import RolloutHints, suggest
 
 __all__ = [
+    "HINTED_KEYS",
     "Component",
     "EnvChoice",
     "PluginsConfig",
@@ -33,7 +39,11 @@ __all__ = [
     "ResolvedConfig",
     "RolloutConfig",
     "RunConfig",
+    "apply_env_hints",
     "apply_overrides",
+    "derived_run_name",
+    "env_names",
+    "explicit_keys",
     "load_config",
     "parse_override",
     "resolve_config",
@@ -55,6 +65,14 @@ def structure(cls: type, data: Any, path: str = "") -> Any:
     return _structure_value(cls, data, path)
 
 
+#: attrs field metadata marking bookkeeping that is not a config key (never read from or written to YAML)
+INTERNAL = "ragen_internal"
+
+
+def _is_key(f: attrs.Attribute) -> bool:
+    return f.init and not f.metadata.get(INTERNAL)
+
+
 def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
@@ -74,7 +92,7 @@ def _structure_attrs(cls: type, data: Any, path: str) -> Any:
     except NameError as exc:
         raise RagenError(f"config class {cls.__qualname__} has an annotation that cannot be resolved: {exc}",
                          hint="define config classes at module level and import the types they use") from exc
-    fields = {f.alias or f.name: f for f in attrs.fields(cls) if f.init}
+    fields = {f.alias or f.name: f for f in attrs.fields(cls) if _is_key(f)}
     for key in data:
         if key not in fields:
             close = suggest(str(key), list(fields))
@@ -189,7 +207,7 @@ def unstructure(obj: Any) -> Any:
     """Turn an attrs config (possibly nested) into plain YAML-able data."""
     if attrs.has(type(obj)):
         return {f.alias or f.name: unstructure(getattr(obj, f.name))
-                for f in attrs.fields(type(obj)) if f.init}
+                for f in attrs.fields(type(obj)) if _is_key(f)}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, cabc.Mapping):
@@ -386,6 +404,16 @@ class RagenConfig:
     diagnostics: list[Component] = attrs.field(factory=list)
     trainer: Component = attrs.field(factory=lambda: Component(name="torch"))
     sinks: list[Component] = attrs.field(factory=list)
+    #: the dotted keys the user's config file and overrides set (:func:`load_config` fills it in); they are never
+    #: replaced by env hints or the derived run name. None (a config built in code): every key counts as set.
+    explicit: frozenset[str] | None = attrs.field(default=None, eq=False, repr=False, metadata={INTERNAL: True})
+
+    def is_explicit(self, key: str) -> bool:
+        """Whether dotted ``key`` (``rollout.max_turn``) was set by the user, not taken from a default or preset."""
+        if self.explicit is None:
+            return True
+        parts = key.split(".")
+        return any(".".join(parts[:i]) in self.explicit for i in range(1, len(parts) + 1))
 
     @classmethod
     def __ragen_structure__(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -511,25 +539,33 @@ def _set_path(data: dict[str, Any], keys: list[str], value: Any, text: str) -> N
 
 # --------------------------------------------------------------------------------------------- loading
 
-def load_config_data(path: str | Path | None = None, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Defaults, then the YAML file, then the overrides, as plain data (not yet validated)."""
+def load_config_data(path: str | Path | None = None, overrides: list[str] | None = None, *,
+                     preset: Any = None) -> dict[str, Any]:
+    """Defaults, then the ``preset`` file (a trainer's embedded default), then the YAML file, then the overrides, as
+    plain data (not yet validated)."""
+    data = default_config_data()
+    for source in (preset, path):
+        if source is not None:
+            data = _merge(data, _normalise(_read_yaml(source)))
+    return apply_overrides(data, list(overrides or []))
+
+
+def _read_yaml(path: Any) -> dict[str, Any]:
+    """The mapping a YAML config file holds (``path``: a path or an ``importlib.resources`` traversable)."""
     import yaml
 
-    data = default_config_data()
-    if path is not None:
-        p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror or exc}") from None
-        try:
-            loaded = load_yaml(text) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {str(p)!r} must hold a mapping at the top level")
-        data = _merge(data, _normalise(loaded))
-    return apply_overrides(data, list(overrides or []))
+    p = path if hasattr(path, "read_text") else Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror or exc}") from None
+    try:
+        loaded = load_yaml(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {str(p)!r} must hold a mapping at the top level")
+    return loaded
 
 
 def _normalise(data: dict[str, Any]) -> dict[str, Any]:
@@ -556,10 +592,41 @@ def _merge(base: Any, new: Any) -> Any:
     return new
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> RagenConfig:
-    """Load and validate the core sections: defaults ← YAML file ← ``key=value`` overrides."""
-    data = load_config_data(path, overrides)
-    return structure(RagenConfig, data, "")
+def _dotted_keys(data: Any, prefix: str = "") -> set[str]:
+    """The dotted keys of the values a (nested) mapping sets: ``{rollout: {max_turn: 3}}`` -> ``{rollout.max_turn}``
+    (a list or scalar is one value; an empty mapping sets nothing)."""
+    if not isinstance(data, dict):
+        return {prefix} if prefix else set()
+    out: set[str] = set()
+    for key, value in data.items():
+        out |= _dotted_keys(value, _join(prefix, key))
+    return out
+
+
+def explicit_keys(path: str | Path | None = None, overrides: list[str] | None = None) -> frozenset[str]:
+    """The dotted keys the user sets: those of the YAML file ``path`` and of the ``key=value`` overrides (a
+    mapping value counts for every key under it). A trainer's preset is not the user's: its keys are defaults."""
+    keys = _dotted_keys(_normalise(_read_yaml(path))) if path is not None else set()
+    for text in overrides or []:
+        parts, value = parse_override(text)
+        if parts[0] == "env":  # env=NAME / env.options.x=1: the one entry of envs
+            parts = ["envs", *(["0"] if len(parts) > 1 else []), *parts[1:]]
+        keys |= _dotted_keys(value, ".".join(parts))
+    return frozenset(keys)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, *,
+                preset: Any = None) -> RagenConfig:
+    """Load and validate the core sections: defaults ← ``preset`` ← YAML file ← ``key=value`` overrides.
+
+    The keys the file and the overrides set are recorded in :attr:`RagenConfig.explicit`: :func:`resolve_config`
+    never replaces them, while the defaults and the preset's values give way to the envs' rollout hints and to the
+    run name derived from the model and envs.
+    """
+    data = load_config_data(path, overrides, preset=preset)
+    config = structure(RagenConfig, data, "")
+    config.explicit = explicit_keys(path, overrides)
+    return config
 
 
 # --------------------------------------------------------------------------------------------- resolution
@@ -577,6 +644,8 @@ class ResolvedConfig:
     diagnostics: list[tuple[str, Any]] = attrs.field(factory=list)
     problems: list[str] = attrs.field(factory=list)
     sinks: list[tuple[str, Any]] = attrs.field(factory=list)
+    #: the keys that resolution filled in (env hints, the derived run name), each with where its value came from
+    derived: dict[str, str] = attrs.field(factory=dict)
 
     def to_data(self) -> dict[str, Any]:
         """The resolved config with every default filled in, as plain data."""
@@ -615,8 +684,86 @@ def plan_env_groups(choices: list[EnvChoice], total: int, path: str) -> list[tup
     return plan
 
 
+#: the rollout keys an env's :class:`~ragen_core.registry.RolloutHints` can fill in
+HINTED_KEYS = ("max_turn", "max_actions_per_turn", "max_new_tokens", "think")
+
+
+def env_names(config: RagenConfig) -> list[str]:
+    """The distinct env and variant names a config runs, training envs first, in order."""
+    names: list[str] = []
+    for choice in [*config.envs, *(config.val_envs or [])]:
+        if choice.name not in names:
+            names.append(choice.name)
+    return names
+
+
+def apply_env_hints(config: RagenConfig, registries: Any, derived: dict[str, str] | None = None) -> RagenConfig:
+    """``config`` with the rollout keys it does not set explicitly (:meth:`RagenConfig.is_explicit`) taken from the
+    rollout hints of the envs it runs, training and validation (one set fitting all of them:
+    :meth:`~ragen_core.registry.RolloutHints.fitting_all`): ``max_turn``, ``max_actions_per_turn``, ``think``, and
+    ``max_new_tokens`` = the answer tokens plus, when the run thinks, the reasoning tokens. ``derived`` receives each
+    key filled in, with the envs it came from. Returns a new config when anything changed."""
+    per_env = []
+    for name in env_names(config):
+        try:
+            per_env.append((name, registries.envs.hints(name)))
+        except ConfigError:
+            raise
+        except RagenError as exc:
+            raise ConfigError(f"env {name!r}: {exc.message}", hint=exc.hint) from None
+    hints = RolloutHints.fitting_all([h for _n, h in per_env])
+
+    def source(*fields: str) -> str:
+        return "hints of " + ", ".join(n for n, h in per_env if any(f in h.given() for f in fields))
+
+    changes: dict[str, Any] = {}
+    for key in ("max_turn", "max_actions_per_turn", "think"):
+        value = getattr(hints, key)
+        if value is not None and not config.is_explicit(f"rollout.{key}"):
+            changes[key] = value
+            if derived is not None:
+                derived[f"rollout.{key}"] = source(key)
+    think = changes.get("think", config.rollout.think)
+    budget = hints.max_new_tokens(think)
+    if budget is not None and not config.is_explicit("rollout.max_new_tokens"):
+        changes["max_new_tokens"] = budget
+        if derived is not None:
+            derived["rollout.max_new_tokens"] = (
+                f"{source('answer_tokens')}: {hints.answer_tokens} answer tokens"
+                + (f" + {hints.think_tokens} reasoning tokens" if think else " (think off)"))
+    if not changes:
+        return config
+    return attrs.evolve(config, rollout=attrs.evolve(config.rollout, **changes))
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def derived_run_name(config: RagenConfig, trainer: Any = None) -> str:
+    """The run name of a config that sets none: ``<model>-<env>`` (``tiny-bandit``), the envs joined by ``-`` when
+    there are two or three, ``multi`` beyond; without a ``model`` option just the envs. Always one safe path
+    component (letters, digits, ``_ . -``)."""
+    model = getattr(trainer, "model", None) if trainer is not None else None
+    if not isinstance(model, str):
+        model = config.trainer.options.get("model")
+    names = [c.name for c in config.envs]
+    names = list(dict.fromkeys(names))
+    envs = "-".join(names) if len(names) <= 3 else "multi"
+    parts = []
+    if isinstance(model, str) and model.strip():
+        parts.append(model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1])
+    parts.append(envs)
+    name = _UNSAFE.sub("_", "-".join(parts)).strip("._-")[:80].rstrip("._-")
+    return name or "ragen"
+
+
 def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, strict: bool = True) -> ResolvedConfig:
     """Validate the component sections against the registries and run the cross-field checks.
+
+    The rollout keys the config does not set explicitly come from the envs' rollout hints
+    (:func:`apply_env_hints`), and a config that sets no ``run.name`` is named after its model and envs
+    (:func:`derived_run_name`); :attr:`ResolvedConfig.derived` says which keys were filled in. The returned
+    ``config`` is a new object when anything changed; ``config`` itself is not modified.
 
     Variants declared under ``variants:`` are added to ``registries.envs`` first. Envs are always checked. With
     ``strict=False``, a filter/estimator/trainer/diagnostic that is not installed is left unresolved and reported in
@@ -632,18 +779,23 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
         instruction = spec.pop("instruction", None)
         description = spec.pop("description", "")
         params = spec.pop("params", {})
+        try:
+            hints = RolloutHints.of(spec.pop("hints", None), what=f"variants.{name}.hints")
+        except RagenError as exc:
+            raise ConfigError(exc.message, hint=exc.hint) from None
         if spec:
             key = next(iter(spec))
-            close = suggest(key, ["env", "params", "instruction", "description"])
+            close = suggest(key, ["env", "params", "instruction", "description", "hints"])
             raise ConfigError(f"unknown config key 'variants.{name}.{key}'",
                               hint=f"did you mean 'variants.{name}.{close}'?" if close else None)
         existing = registries.envs.get(name) if name in registries.envs else None
         if (existing is not None and existing.plugin == "config" and existing.env == base
-                and dict(existing.params) == dict(params) and existing.instruction == instruction):
+                and dict(existing.params) == dict(params) and existing.instruction == instruction
+                and existing.hints == hints):
             continue  # the same config resolved again
         with registries.envs.owned_by("config"):
             registries.envs.register_variant(name, env=base, params=params, instruction=instruction,
-                                             description=description)
+                                             description=description, hints=hints)
 
     def check_env(plan: list[tuple[str, int, dict[str, Any]]], path: str) -> None:
         for i, (name, _n, options) in enumerate(plan):
@@ -671,10 +823,18 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
     val_plan = plan_env_groups(val_choices, config.rollout.val_env_groups, "val_envs")
     check_env(plan, "envs")
     check_env(val_plan, "val_envs")
-    resolved = ResolvedConfig(config=config, env_plan=plan, val_env_plan=val_plan, problems=problems)
+    derived: dict[str, str] = {}
+    config = apply_env_hints(config, registries, derived)
+    resolved = ResolvedConfig(config=config, env_plan=plan, val_env_plan=val_plan, problems=problems,
+                              derived=derived)
     resolved.filter = component(registries.filters, config.filter, "filter")
     resolved.estimator = component(registries.estimators, config.estimator, "estimator")
     resolved.trainer = component(registries.trainers, config.trainer, "trainer")
+    if not config.is_explicit("run.name"):
+        name = derived_run_name(config, resolved.trainer)
+        if name != config.run.name:
+            config = resolved.config = attrs.evolve(config, run=attrs.evolve(config.run, name=name))
+        derived["run.name"] = "the model and envs"
     for i, comp in enumerate(config.diagnostics):
         made = component(registries.diagnostics, comp, f"diagnostics[{i}]")
         if made is not None:

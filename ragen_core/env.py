@@ -16,6 +16,10 @@ the rendered state) and ``max_actions_per_traj``. Optional methods: ``oracle_act
 policy takes now, or None when there is none) and ``state_key()`` (a hashable key of the current state, for
 estimators that group identical states).
 
+How its rollouts should be shaped (turns, actions per turn, the per-turn token budget) is the env's to say too: a
+:class:`~ragen_core.registry.RolloutHints` given at registration (``registry.register(..., hints=...)``, read
+without importing the env) or, failing that, the class attribute ``rollout_hints``.
+
 :class:`TextEnv` is a convenient base class implementing the plumbing; any gymnasium env that follows the contract
 works (``ragen_core.checks.check_env`` verifies it).
 """
@@ -30,7 +34,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from ragen_core.registry import NoOptions
+from ragen_core.registry import NoOptions, RolloutHints
 
 __all__ = ["REQUIRED_INFO_KEYS", "TextEnv", "TextSpace", "register_gymnasium_envs"]
 
@@ -85,6 +89,8 @@ class TextEnv(gymnasium.Env[str, str]):
     legend: Mapping[str, str] = {}
     #: how many actions one trajectory may take
     max_actions_per_traj: int = 10
+    #: how rollouts of this env should be shaped, used when the registration gives no ``hints`` (None: no opinion)
+    rollout_hints: ClassVar[RolloutHints | None] = None
 
     def __init__(self, config: Any = None, render_mode: str | None = "ansi", **options: Any) -> None:
         if config is None:

@@ -7,6 +7,12 @@ holds the entry-point string and :meth:`ComponentSpec.load` imports it on demand
 Every component class is constructed with one argument, its validated attrs config instance. Its config class is
 given to ``register(config=...)`` (a class or a lazy ``"pkg.mod:Class"`` string), or else read from the loaded
 object's ``config_cls`` attribute; a component without either takes no options.
+
+An env may also say how rollouts of it should be shaped (:class:`RolloutHints`: turns, actions per turn, the
+tokens its answers and their reasoning take, thinking), given as ``register(..., hints=...)`` or, when the registration gives none, read
+from the env class's ``rollout_hints`` attribute the first time a config using it is resolved; a variant's hints
+override its base's key by key. :func:`ragen_core.config.resolve_config` uses them for the rollout keys a config does
+not set explicitly.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ __all__ = [
     "NoOptions",
     "PolicySpec",
     "Registries",
+    "DEFAULT_THINK_TOKENS",
     "Registry",
+    "RolloutHints",
     "SinkSpec",
     "TrainerSpec",
     "load_object",
@@ -66,6 +74,95 @@ def suggest(name: str, known: list[str] | tuple[str, ...]) -> str | None:
         return lowered[name.lower()]
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return lowered[close[0]] if close else None
+
+
+def _optional_positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"'{attribute.name}' must be a positive integer or None: {value!r}")
+
+
+def _optional_bool(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"'{attribute.name}' must be true, false or None: {value!r}")
+
+
+#: the reasoning allowance of an env whose hints give ``answer_tokens`` but no ``think_tokens``
+DEFAULT_THINK_TOKENS = 32
+
+
+@attrs.frozen(kw_only=True)
+class RolloutHints:
+    """How an env wants its rollouts shaped: what a config gets for the ``rollout`` keys it does not set itself
+    (see :func:`ragen_core.config.apply_env_hints`). Every field is optional (None: no opinion, the config's value
+    stays).
+
+    The token budget is stated about the answer: ``rollout.max_new_tokens`` becomes ``answer_tokens``, plus
+    ``think_tokens`` when the run thinks (``rollout.think``), so one env's hints fit a run with and without
+    reasoning.
+
+    :ivar max_turn: assistant turns one trajectory needs (``rollout.max_turn``), e.g. 1 for a single-turn task.
+    :ivar max_actions_per_turn: actions one answer may hold (``rollout.max_actions_per_turn``).
+    :ivar answer_tokens: tokens the env's longest expected answer takes: its actions, the separators between them
+        and the closing ``</answer>``.
+    :ivar think_tokens: tokens of reasoning (``<think>… </think> <answer>``) to allow before the answer when the run
+        thinks (None: :data:`DEFAULT_THINK_TOKENS`, when ``answer_tokens`` is given).
+    :ivar think: whether the env wants ``<think>`` reasoning before the answer (``rollout.think``).
+    """
+
+    max_turn: int | None = attrs.field(default=None, validator=_optional_positive)
+    max_actions_per_turn: int | None = attrs.field(default=None, validator=_optional_positive)
+    answer_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
+    think_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
+    think: bool | None = attrs.field(default=None, validator=_optional_bool)
+
+    @classmethod
+    def of(cls, value: Any, *, what: str = "hints") -> RolloutHints | None:
+        """``value`` as hints: a :class:`RolloutHints`, a mapping of its fields, or None."""
+        if value is None or isinstance(value, RolloutHints):
+            return value
+        if isinstance(value, Mapping):
+            unknown = sorted(set(value) - {f.name for f in attrs.fields(cls)})
+            if unknown:
+                known = ", ".join(f.name for f in attrs.fields(cls))
+                raise PluginError(f"{what}: unknown rollout hint {unknown[0]!r}", hint=f"hints are {known}")
+            try:
+                return cls(**dict(value))
+            except (TypeError, ValueError) as exc:
+                raise PluginError(f"{what}: {exc}") from None
+        raise PluginError(f"{what}: expected RolloutHints or a mapping, got {type(value).__name__} {value!r}")
+
+    def given(self) -> dict[str, Any]:
+        """The fields that are set (not None), by name."""
+        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if getattr(self, f.name) is not None}
+
+    def max_new_tokens(self, think: bool) -> int | None:
+        """The per-turn token budget these hints ask for: ``answer_tokens``, plus the reasoning allowance when
+        ``think``; None without ``answer_tokens``."""
+        if self.answer_tokens is None:
+            return None
+        reasoning = self.think_tokens if self.think_tokens is not None else DEFAULT_THINK_TOKENS
+        return self.answer_tokens + (reasoning if think else 0)
+
+    def over(self, base: RolloutHints | None) -> RolloutHints:
+        """These hints with ``base``'s filling the fields left None (a variant's hints over its env's)."""
+        return attrs.evolve(base, **self.given()) if base is not None else self
+
+    @classmethod
+    def fitting_all(cls, hints: list[RolloutHints]) -> RolloutHints:
+        """One set of hints that fits every env of a mix: the most turns, actions per turn, answer tokens and
+        reasoning tokens any of them asks for; ``think`` only when all that state it agree."""
+        def most(name: str) -> int | None:
+            values = [getattr(h, name) for h in hints if getattr(h, name) is not None]
+            return max(values) if values else None
+
+        thinks = {h.think for h in hints if h.think is not None}
+        answers = [h for h in hints if h.answer_tokens is not None]
+        reasoning = max((h.think_tokens or DEFAULT_THINK_TOKENS for h in answers), default=None)
+        return cls(max_turn=most("max_turn"), max_actions_per_turn=most("max_actions_per_turn"),
+                   answer_tokens=most("answer_tokens"), think_tokens=reasoning,
+                   think=thinks.pop() if len(thinks) == 1 else None)
 
 
 @attrs.frozen(kw_only=True)
@@ -143,11 +240,31 @@ def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
 
 
+def _to_hints(value: Any) -> RolloutHints | None:
+    return RolloutHints.of(value, what="env hints")
+
+
 @attrs.frozen(kw_only=True)
 class EnvSpec(ComponentSpec):
-    """An environment class (a :class:`ragen_core.env.TextEnv` or any gymnasium env of the text contract)."""
+    """An environment class (a :class:`ragen_core.env.TextEnv` or any gymnasium env of the text contract).
+
+    :ivar hints: how rollouts of this env should be shaped (a :class:`RolloutHints` or a mapping of its fields);
+        None: the env class's ``rollout_hints`` attribute, if any, read when a config using the env is resolved.
+    """
 
     kind: ClassVar[str] = "env"
+    hints: RolloutHints | None = attrs.field(default=None, converter=_to_hints)
+
+    def rollout_hints(self) -> RolloutHints:
+        """The registration's hints, else the env class's ``rollout_hints`` (loads the class), else none."""
+        if self.hints is not None:
+            return self.hints
+        found = getattr(self.load(), "rollout_hints", None)
+        return RolloutHints.of(found, what=f"rollout_hints of env {self.name!r} (plugin {self.plugin or '?'})") \
+            or RolloutHints()
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "hints": self.hints.given() if self.hints is not None else None}
 
 
 @attrs.frozen(kw_only=True)
@@ -158,6 +275,7 @@ class EnvVariant:
     :ivar env: the env (or another variant) it derives from.
     :ivar params: options merged over the base's (validated against the env's config class when made).
     :ivar instruction: replaces the env's instruction in the prompt when set.
+    :ivar hints: rollout hints over the base's, key by key (:class:`RolloutHints`, a mapping, or None).
     """
 
     kind: ClassVar[str] = "env variant"
@@ -168,10 +286,12 @@ class EnvVariant:
     instruction: str | None = None
     description: str = ""
     plugin: str = ""
+    hints: RolloutHints | None = attrs.field(default=None, converter=_to_hints)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "env": self.env, "params": dict(self.params),
-                "instruction": self.instruction, "description": self.description, "plugin": self.plugin}
+                "instruction": self.instruction, "description": self.description, "plugin": self.plugin,
+                "hints": self.hints.given() if self.hints is not None else None}
 
 
 @attrs.frozen(kw_only=True)
@@ -294,6 +414,9 @@ class Registry(Generic[S]):
             spec = self.spec_cls(name=name, entry_point=entry_point, **fields)
         except TypeError as exc:
             raise PluginError(f"plugin {self._owner or '?'} registered {self.kind} {name!r} with bad fields: {exc}") from exc
+        except PluginError as exc:  # a field's converter refused its value (e.g. an env's hints)
+            raise PluginError(f"plugin {self._owner or '?'} registered {self.kind} {name!r}: {exc.message}",
+                              hint=exc.hint) from None
         self._add(spec)
         return spec
 
@@ -361,10 +484,16 @@ class EnvRegistry(Registry[EnvSpec]):
         super().__init__(EnvSpec)
 
     def register_variant(self, name: str, *, env: str, params: Mapping[str, Any] | None = None,
-                         instruction: str | None = None, description: str = "") -> EnvVariant:
-        """Register a named variant of ``env`` (an env or another variant) with ``params`` merged over it."""
-        variant = EnvVariant(name=name, env=env, params=dict(params or {}), instruction=instruction,
-                             description=description, plugin=self._owner)
+                         instruction: str | None = None, description: str = "",
+                         hints: RolloutHints | Mapping[str, Any] | None = None) -> EnvVariant:
+        """Register a named variant of ``env`` (an env or another variant) with ``params`` merged over it and
+        ``hints`` over its rollout hints."""
+        try:
+            variant = EnvVariant(name=name, env=env, params=dict(params or {}), instruction=instruction,
+                                 description=description, plugin=self._owner, hints=hints)
+        except PluginError as exc:
+            raise PluginError(f"plugin {self._owner or '?'} registered env variant {name!r}: {exc.message}",
+                              hint=exc.hint) from None
         self._add(variant)
         return variant
 
@@ -393,6 +522,25 @@ class EnvRegistry(Registry[EnvSpec]):
                 current = spec.env
                 continue
             return spec, params, instruction
+
+    def hints(self, name: str) -> RolloutHints:
+        """The rollout hints of env or variant ``name``: each variant's over its base's, down to the env's
+        (:meth:`EnvSpec.rollout_hints`)."""
+        chain: list[Any] = []
+        current = name
+        while True:
+            if current in [s.name for s in chain]:
+                raise RagenError(f"env variant cycle: {' -> '.join([*(s.name for s in chain), current])}")
+            spec = self.get(current)
+            chain.append(spec)
+            if not isinstance(spec, EnvVariant):
+                break
+            current = spec.env
+        hints = chain[-1].rollout_hints()
+        for variant in reversed(chain[:-1]):
+            if variant.hints is not None:
+                hints = variant.hints.over(hints)
+        return hints
 
     def make(self, name: str, options: Mapping[str, Any] | None = None) -> Any:
         """Create env ``name`` (env or variant) with ``options`` over the variant's params.
