@@ -29,6 +29,9 @@ class Turn:
     turn, every turn in per-turn context modes, and after a context truncation), otherwise only the ids appended
     after the previous response (closing of that turn, the new user turn, the generation prompt). Concatenating a
     segment's ``prompt_ids + response_ids`` turn by turn gives the exact sequence the model saw and produced.
+
+    ``truncated`` is True when the response hit ``rollout.max_new_tokens`` before closing the answer (the policy's
+    ``finish_reason`` was ``length`` and no stop string, ``</answer>``, is in the response).
     """
 
     observation: str = ""
@@ -43,6 +46,7 @@ class Turn:
     reward: float = 0.0
     format_penalty: float = 0.0
     info: dict[str, Any] = attrs.field(factory=dict)
+    truncated: bool = False
 
 
 @attrs.define

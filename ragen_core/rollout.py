@@ -25,7 +25,7 @@ from ragen_core.chat import ChatCodec, TextTokenizer, parse_response, system_mes
 from ragen_core.data import RolloutBatch, Trajectory, Turn
 
 __all__ = ["EnvCall", "Episode", "GenerationRequest", "GenerationResult", "Policy", "ScriptedPolicy",
-           "make_episodes", "run_async", "run_lockstep"]
+           "is_truncated", "make_episodes", "run_async", "run_lockstep"]
 
 
 @attrs.frozen
@@ -43,12 +43,20 @@ class GenerationRequest:
 
 @attrs.frozen
 class GenerationResult:
-    """Sampled ids (the stop string included), their log-probs, why it stopped, and the mean token entropy."""
+    """Sampled ids (the stop string included), their log-probs, why it stopped (``stop``: a stop string or the end
+    token; ``length``: ``max_new_tokens`` reached), and the mean token entropy."""
 
     token_ids: tuple[int, ...]
     logprobs: tuple[float, ...]
     finish_reason: str = "stop"
     mean_entropy: float | None = None
+
+
+def is_truncated(result: GenerationResult, text: str, stop: tuple[str, ...] = ("</answer>",)) -> bool:
+    """Whether a response hit the token limit without closing the answer: ``finish_reason`` is ``length`` and none
+    of the ``stop`` strings is in its ``text`` (a response that closed ``</answer>`` on its last allowed token is
+    complete)."""
+    return result.finish_reason == "length" and not any(s in text for s in stop)
 
 
 class Policy(Protocol):
@@ -124,13 +132,15 @@ class Episode:
                     turn.prompt_ids, dropped = self._windowed(system, history, user, keep)
                     traj.context_truncations += 1 if dropped else 0
             sequence = [*sequence, *turn.prompt_ids] if not turn.new_segment else list(turn.prompt_ids)
-            result: GenerationResult = yield GenerationRequest(
+            request = GenerationRequest(
                 prompt_ids=tuple(sequence), max_new_tokens=cfg.max_new_tokens, temperature=self.temperature,
                 top_p=cfg.top_p, top_k=cfg.top_k, episode_id=self.episode_id)
+            result: GenerationResult = yield request
             turn.response_ids, turn.logprobs = list(result.token_ids), list(result.logprobs)
             if result.mean_entropy is not None:
                 entropies.append(result.mean_entropy)
             turn.response_text = self.codec.tokenizer.decode(turn.response_ids, skip_special_tokens=False)
+            turn.truncated = is_truncated(result, turn.response_text, request.stop)
             parsed = parse_response(self.codec.open_tag + turn.response_text, think=cfg.think,
                                     action_sep=cfg.action_sep, max_actions=min(cfg.max_actions_per_turn, budget),
                                     valid_actions=names)

@@ -25,8 +25,8 @@ from ragen_core.log import get_logger
 from ragen_core.plugins import plugin_infos
 from ragen_core.rollout import ScriptedPolicy, make_episodes, run_lockstep
 
-__all__ = ["STANDARD_INFO_KEYS", "execute", "final_info", "group_seeds", "info_metrics", "rollout_metrics",
-           "run_scripted", "start_run"]
+__all__ = ["STANDARD_INFO_KEYS", "TRUNCATION_WARNING_RATE", "execute", "final_info", "group_seeds", "info_metrics",
+           "rollout_metrics", "run_scripted", "start_run", "warn_truncation"]
 
 
 def start_run(resolved: Any, registries: Any, pm: Any, mode: str, run_dir: str | Path | None = None) -> RunContext:
@@ -59,8 +59,8 @@ STANDARD_INFO_KEYS = frozenset({"success", "action_is_valid", "action_is_effecti
 
 
 def rollout_metrics(batch: RolloutBatch, prefix: str = "rollout") -> dict[str, float]:
-    """Success, reward, pass@k per env variant and overall, format and error rates, lengths, and the env's own
-    info metrics per variant (:func:`info_metrics`)."""
+    """Success, reward, pass@k per env variant and overall, format, truncation and error rates, lengths, and the
+    env's own info metrics per variant (:func:`info_metrics`)."""
     metrics: dict[str, float] = {}
     ok = [t for t in batch if t.env_error is None]
     metrics[f"{prefix}/env_errors"] = float(len(batch) - len(ok))
@@ -74,6 +74,7 @@ def rollout_metrics(batch: RolloutBatch, prefix: str = "rollout") -> dict[str, f
         metrics[f"{prefix}/format_penalty_rate"] = sum(turn.format_penalty != 0 for turn in turns) / len(turns)
         metrics[f"{prefix}/valid_action_rate"] = sum(bool(turn.actions) for turn in turns) / len(turns)
         metrics[f"{prefix}/response_length_mean"] = sum(len(turn.response_ids) for turn in turns) / len(turns)
+        metrics[f"{prefix}/truncated_rate"] = sum(turn.truncated for turn in turns) / len(turns)
     metrics[f"{prefix}/context_truncated"] = float(sum(t.context_truncations for t in ok))
     for name in sorted({t.env for t in ok}):
         mine = [t for t in ok if t.env == name]
@@ -85,6 +86,26 @@ def rollout_metrics(batch: RolloutBatch, prefix: str = "rollout") -> dict[str, f
         metrics[f"{prefix}/{name}/pass@k"] = sum(any(t.success for t in g) for g in groups.values()) / len(groups)
         metrics.update({f"{prefix}/{name}/info/{key}": value for key, value in info_metrics(mine).items()})
     return metrics
+
+
+#: a step whose share of truncated turns (``…/truncated_rate``) reaches this gets a ``responses_truncated`` warning
+TRUNCATION_WARNING_RATE = 0.2
+
+
+def warn_truncation(log: Any, step: int, metrics: dict[str, float], max_new_tokens: int,
+                    threshold: float = TRUNCATION_WARNING_RATE) -> dict[str, float]:
+    """Log one ``responses_truncated`` warning when a rate among ``rollout/truncated_rate``, ``val/truncated_rate``
+    and ``eval/all/truncated_rate`` in ``metrics`` is at least ``threshold``: the rates, ``rollout.max_new_tokens``
+    and the key to raise. Returns the high rates (empty: nothing logged). Every trainer calls it with its step's
+    metrics."""
+    high = {key: metrics[key] for key in ("rollout/truncated_rate", "val/truncated_rate", "eval/all/truncated_rate")
+            if metrics.get(key, 0.0) >= threshold}
+    if high:
+        log.warning("responses_truncated", step=step, **{k: round(v, 4) for k, v in high.items()},
+                    max_new_tokens=max_new_tokens,
+                    hint=f"{max(high.values()):.0%} of the turns hit rollout.max_new_tokens={max_new_tokens} before "
+                         f"</answer>; raise rollout.max_new_tokens (e.g. rollout.max_new_tokens={2 * max_new_tokens})")
+    return high
 
 
 def final_info(traj: Trajectory) -> dict[str, Any]:
@@ -169,6 +190,7 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
             run.collect_metrics(ctx)
             run.hook.ragen_on_step_end(ctx=ctx)
             run.write_metrics(step, ctx.metrics)
+            warn_truncation(run.log, step, ctx.metrics, cfg.rollout.max_new_tokens)
             result["steps"], result["metrics"] = step, dict(ctx.metrics)
             run.log.info("step", step=step, **{k: round(v, 4) for k, v in ctx.metrics.items()
                                                if k.startswith("rollout/") and k.count("/") == 1})

@@ -24,6 +24,7 @@ from ragen_core.chat import ChatCodec, system_message, user_message
 from ragen_core.config import load_config, parse_override, resolve_config, unstructure
 from ragen_core.errors import ConfigError, RagenError
 from ragen_core.rollout import make_episodes, run_lockstep
+from ragen_core.runner import warn_truncation
 
 __all__ = ["eval_metrics", "pass_at_k", "prepare_eval", "read_trajectories", "run_eval", "trajectory_record"]
 
@@ -45,7 +46,8 @@ def eval_metrics(records: list[dict[str, Any]], group_size: int) -> dict[str, di
     """Metrics per env and over ``all``: success (per trajectory), pass@k for k = 1, 2, 4, ... and the group size
     (over groups with at least k trajectories without env errors), avg@K (mean of the groups' success rates),
     ``reward_mean`` (the trajectory score: env rewards plus format penalties, what ``rollout/reward_mean`` reports
-    in training), ``env_reward_mean`` (env rewards only), turns, tokens and env errors."""
+    in training), ``env_reward_mean`` (env rewards only), turns, tokens, ``truncated_rate`` (the share of turns
+    that hit ``max_new_tokens`` before ``</answer>``, as ``rollout/truncated_rate``) and env errors."""
     ks = sorted({2 ** i for i in range(group_size.bit_length()) if 2 ** i < group_size} | {group_size})
     by_env: dict[str, list[dict[str, Any]]] = {}
     for r in records:
@@ -68,6 +70,9 @@ def eval_metrics(records: list[dict[str, Any]], group_size: int) -> dict[str, di
             for metric, key in (("reward_mean", "score"), ("env_reward_mean", "reward"), ("turns_mean", "turns"),
                                 ("response_tokens_mean", "response_tokens")):
                 m[metric] = sum(r[key] for r in ok) / len(ok)
+            turns = [t for r in ok for t in r.get("turn_details", [])]
+            if turns:  # as rollout/truncated_rate: the share of turns cut by max_new_tokens before </answer>
+                m["truncated_rate"] = sum(bool(t.get("truncated", False)) for t in turns) / len(turns)
         out[name] = m
     return out
 
@@ -96,7 +101,7 @@ def trajectory_record(traj: Any, env: Any, codec: ChatCodec, rollout: Any) -> di
             "context_truncations": traj.context_truncations, "env_error": traj.env_error, "messages": messages,
             "turn_details": [{"actions": t.actions, "reward": t.reward, "format_penalty": t.format_penalty,
                               "prompt_tokens": len(t.prompt_ids), "response_tokens": len(t.response_ids),
-                              "info": t.info} for t in traj.turns]}
+                              "truncated": t.truncated, "info": t.info} for t in traj.turns]}
 
 
 def read_trajectories(path: Path, group_size: int) -> list[dict[str, Any]]:
@@ -180,6 +185,7 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
     variants = eval_metrics(read_trajectories(path, k), k)
     metrics = {f"eval/{env}/{key}": v for env, m in variants.items() for key, v in m.items()}
     run.write_metrics(0, metrics)  # metrics.jsonl and the metric sinks
+    warn_truncation(run.log, 0, metrics, rollout.max_new_tokens)
     return {"status": "completed", "steps": 0, "variants": variants, "trajectories": str(path), "metrics": metrics,
             "model": settings["model"], "backend": settings["backend"],
             "token_unit": getattr(policy, "token_unit", "token"), "usage": dict(getattr(policy, "usage", {}) or {})}

@@ -25,7 +25,7 @@ from ragen_core.errors import RagenError
 from ragen_core.ppo import PPOOptions, leading
 from ragen_core.protocols import DiagnosticContext
 from ragen_core.rollout import make_episodes, run_lockstep
-from ragen_core.runner import group_seeds, rollout_metrics
+from ragen_core.runner import group_seeds, rollout_metrics, warn_truncation
 
 __all__ = ["TorchTrainer", "TorchTrainerConfig"]
 
@@ -202,6 +202,7 @@ class TorchTrainer:
                 validate = step == tc.steps or bool(tc.val_every and step % tc.val_every == 0)
                 ctx = self._step(run, step, validate)
                 run.write_metrics(step, ctx.metrics)
+                warn_truncation(run.log, step, ctx.metrics, run.config.rollout.max_new_tokens)
                 result["steps"], result["metrics"] = step, dict(ctx.metrics)
                 run.log.info("step", step=step, **{k: round(v, 4) for k, v in ctx.metrics.items()
                                                    if k in ("train/success", "actor/pg_loss", "val/success",
@@ -481,6 +482,7 @@ class TorchTrainer:
         metrics = self._validate(run)
         run.write_metrics(step, metrics)
         run.log.info("validation", step=step, **{k: round(v, 4) for k, v in metrics.items()})
+        warn_truncation(run.log, step, metrics, run.config.rollout.max_new_tokens)
         return metrics
 
     def _warm_start(self, run: Any) -> None:
@@ -546,12 +548,13 @@ class _TimedPolicy:
 def validation_metrics(batch: Any) -> dict[str, float]:
     """What a validation logs of :func:`~ragen_core.runner.rollout_metrics` (prefix ``val``): ``val/success``,
     ``val/reward_mean``, ``val/format_penalty_rate`` (a success rate below a random policy's is often the format),
-    per variant ``success``, ``pass@k``, ``reward_mean`` and the env's ``info/<key>`` metrics."""
+    ``val/truncated_rate`` (answers cut by ``rollout.max_new_tokens``), per variant ``success``, ``pass@k``,
+    ``reward_mean`` and the env's ``info/<key>`` metrics."""
     metrics = {}
     for key, value in rollout_metrics(batch, "val").items():
         parts = key.split("/")
         if (len(parts) in (2, 3) and parts[-1] in ("success", "pass@k", "reward_mean")) or (
-                len(parts) == 4 and parts[2] == "info") or key == "val/format_penalty_rate":
+                len(parts) == 4 and parts[2] == "info") or key in ("val/format_penalty_rate", "val/truncated_rate"):
             metrics[key] = value
     return metrics
 

@@ -26,7 +26,7 @@ from ragen_core.rollout import Episode, GenerationRequest, GenerationResult, run
 
 from .dataproto import prompt_split
 
-__all__ = ["RagenAgentLoop", "load_trajectory", "sampling_params_for", "trajectory_output"]
+__all__ = ["RagenAgentLoop", "finish_reason", "load_trajectory", "sampling_params_for", "trajectory_output"]
 
 
 def sampling_params_for(request: GenerationRequest, base: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +37,15 @@ def sampling_params_for(request: GenerationRequest, base: dict[str, Any]) -> dic
                   top_k=request.top_k if request.top_k > 0 else -1, stop=list(request.stop),
                   include_stop_str_in_output=True, logprobs=True)
     return params
+
+
+def finish_reason(stop_reason: Any, n_tokens: int, max_new_tokens: int) -> str:
+    """The core's ``finish_reason`` (``length`` or ``stop``) of a veRL ``TokenOutput``. veRL 0.9.1's vLLM server
+    reports ``completed`` for both a stop and the token limit (only its retry loop says ``length``), SGLang's passes
+    its own ``finish_reason`` (``length`` or ``{"type": "length", ...}``): so ``length`` when the server says so or
+    the response used the whole budget."""
+    kind = stop_reason.get("type") if isinstance(stop_reason, dict) else stop_reason
+    return "length" if kind == "length" or n_tokens >= max_new_tokens else "stop"
 
 
 def trajectory_output(traj: Trajectory, *, use_turn_scores: bool = False, pad_id: int = 0) -> dict[str, Any]:
@@ -142,7 +151,8 @@ class RagenAgentLoop(_agent_loop_base()):  # type: ignore[misc]
             seconds += time.perf_counter() - t0
             ids = tuple(int(i) for i in out.token_ids)
             logprobs = tuple(float(x) for x in (out.log_probs or [0.0] * len(ids)))
-            return GenerationResult(token_ids=ids, logprobs=logprobs, finish_reason=str(out.stop_reason or "stop"))
+            return GenerationResult(token_ids=ids, logprobs=logprobs,
+                                    finish_reason=finish_reason(out.stop_reason, len(ids), request.max_new_tokens))
 
         traj = await run_async(episode, agenerate)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0

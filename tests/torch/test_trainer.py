@@ -29,6 +29,10 @@ SMALL = [
 ]
 
 
+#: the console output (logs included) of each ``train`` call, by run directory (the last call's)
+OUTPUT: dict[Path, str] = {}
+
+
 def train(run_dir: Path, *extra: str, resume: bool = False) -> Any:
     if not resume and not any(e.startswith("filter=") for e in extra):
         extra = ("filter=none", *extra)
@@ -37,6 +41,7 @@ def train(run_dir: Path, *extra: str, resume: bool = False) -> Any:
         args += ["--run-dir", str(run_dir)]
     res = CliRunner().invoke(build_cli(build_plugin_manager()), args)
     assert res.exit_code == 0, res.output + repr(res.exception)
+    OUTPUT[run_dir] = res.output
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
@@ -70,7 +75,7 @@ def test_a_few_steps_of_the_full_loop(two_step_run: Callable[[str], Run], estima
     assert sorted(steps) == [1, 2]
     for line in steps.values():
         for key in ("actor/pg_loss", "actor/entropy", "actor/pg_clipfrac", "actor/ppo_kl", "actor/grad_norm",
-                    "response_length/mean", "rollout/format_penalty_rate", "rollout/env_errors",
+                    "response_length/mean", "rollout/format_penalty_rate", "rollout/truncated_rate", "rollout/env_errors",
                     "rollout/context_truncated", "rollout/token_drift", "timing_s/gen", "timing_s/update",
                     "perf/tokens_per_s", "train/sokoban/success", "train/frozenlake_det/success"):
             assert key in line, key
@@ -79,7 +84,14 @@ def test_a_few_steps_of_the_full_loop(two_step_run: Callable[[str], Run], estima
             assert "critic/vf_loss" in line and "critic/values_mean" in line
         assert 0.0 <= line["rollout/token_drift"] <= 1.0
     assert any("val/sokoban/success" in line for line in lines)
-    assert lines[0]["warm_start/loss_last"] < lines[0]["warm_start/loss_first"]
+    assert all("val/truncated_rate" in line for line in lines if "val/success" in line)
+    # 12 new tokens cut the tiny model's answers: each line (a step's, or step 0's validation) with a rate of 20% or
+    # more gets one responses_truncated warning naming the budget
+    flagged = [line["step"] for line in lines
+               if max(line.get("rollout/truncated_rate", 0.0), line.get("val/truncated_rate", 0.0)) >= 0.2]
+    warned = [json.loads(x) for x in OUTPUT[run_dir].splitlines() if '"responses_truncated"' in x]
+    assert flagged and [w["step"] for w in warned] == flagged
+    assert all(w["max_new_tokens"] == 12 and "rollout.max_new_tokens=24" in w["hint"] for w in warned)
     ckpts = sorted((run_dir / "checkpoints").glob("step_*"))
     assert [c.name for c in ckpts] == ["step_000001", "step_000002"]
     assert (ckpts[-1] / "actor" / "config.json").exists() and (ckpts[-1] / "state.json").exists()

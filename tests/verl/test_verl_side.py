@@ -24,7 +24,7 @@ require_verl()
 import torch  # noqa: E402
 
 from ragen_plugins_verl.advantages import compute_advantages, prepare_dataproto  # noqa: E402
-from ragen_plugins_verl.agent_loop import load_trajectory, trajectory_output  # noqa: E402
+from ragen_plugins_verl.agent_loop import finish_reason, load_trajectory, trajectory_output  # noqa: E402
 from ragen_plugins_verl.config import build_verl_config, validate_verl_config, verl_settings  # noqa: E402
 from ragen_plugins_verl.dataproto import _objects, prompt_split  # noqa: E402
 
@@ -168,6 +168,30 @@ def test_agent_loop_runs_the_core_episode_against_a_generation_server(tmp_path: 
     assert params["max_tokens"] == run.config.rollout.max_new_tokens
     assert out.response_ids[-1] == server.ids[-1]  # the score lands on the last generated token
     assert "success" in out.extra_fields["reward_extra_info"]
+
+
+def test_finish_reason_from_verl_token_outputs() -> None:
+    """veRL 0.9.1's vLLM server says ``completed`` for a stop and for the token limit alike; its retry loop and
+    SGLang say ``length``: a response that used the whole budget, or a ``length``, is the core's ``length``."""
+    assert finish_reason("completed", 5, 5) == "length"
+    assert finish_reason("completed", 3, 5) == "stop"
+    assert finish_reason("length", 3, 5) == "length"
+    assert finish_reason({"type": "length", "length": 5}, 5, 5) == "length"
+    assert finish_reason(None, 0, 5) == "stop" and finish_reason("aborted", 2, 5) == "stop"
+
+
+def test_the_agent_loop_marks_answers_cut_by_the_budget(tmp_path: Path, tiny_model: str) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    server = FakeServer(tok)
+    for budget, cut in ((4, True), (len(server.ids), False)):  # cut at 4 tokens; the whole answer fits exactly
+        run = run_for(tmp_path, f"rollout.max_new_tokens={budget}", "rollout.max_turn=2")
+        loop = make_loop(tok, server, run.resolved.to_data())
+        row = {"ragen_env": "sokoban", "ragen_options": "{}", "ragen_seed": 7, "ragen_group": 0}
+        out = asyncio.run(loop.run({"temperature": 1.0}, **row))
+        traj = load_trajectory(out.extra_fields["ragen_trajectory"])
+        assert traj.turns and all(t.truncated == cut for t in traj.turns), budget
 
 
 def test_a_failing_env_costs_its_episode_only(tmp_path: Path, tiny_model: str) -> None:
