@@ -192,8 +192,15 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
 
 
 def _resolve_model(model: str) -> tuple[str, Path | None]:
-    """``(model, the training run's config.yaml or None)``; a run directory becomes its newest checkpoint."""
+    """``(model, the training run's config.yaml or None)``; a run directory becomes its newest checkpoint, a
+    checkpoint (``RUN/checkpoints/step_N`` or ``RUN/checkpoints/best``) brings its run's config. ``RUN:best`` is an
+    error pointing to ``RUN/checkpoints/best``."""
     p = Path(model).expanduser()
+    run, sep, name = model.rpartition(":")
+    if "://" not in model and sep and name == "best" and not p.exists() and \
+            (Path(run).expanduser() / "config.yaml").is_file():
+        raise RagenError(f"{model!r} is not a model: the best checkpoint of a run is a folder",
+                         hint=f"use -m {str(Path(run) / 'checkpoints' / 'best')!r}")
     if "://" in model or not p.is_dir():
         return model, None
     if (p / "config.yaml").is_file() and not (p / SETTINGS).exists():

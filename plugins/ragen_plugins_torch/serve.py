@@ -2,9 +2,9 @@
 (``ragen serve MODEL``).
 
 :class:`HFBackend` loads any model :func:`~ragen_plugins_torch.models.load_model_and_tokenizer` loads (a folder,
-``tiny``, ``smollm2-135m``, a hub id) or a training checkpoint (``RUN/checkpoints/step_N``, its ``actor`` folder is
-loaded; a run directory means its newest checkpoint) and samples exactly like the trainer: token ids in, token ids
-out, no text round trip.
+``tiny``, ``smollm2-135m``, a hub id) or a training checkpoint (``RUN/checkpoints/step_N`` or the best validation's
+``RUN/checkpoints/best``, its ``actor`` folder is loaded; a run directory means its newest checkpoint) and samples
+exactly like the trainer: token ids in, token ids out, no text round trip.
 
 :class:`ModelServer` serves a backend over HTTP with the standard library (``ThreadingHTTPServer``):
 
@@ -43,7 +43,8 @@ import click
 from ragen_core.errors import RagenError
 from ragen_core.rollout import GenerationRequest, GenerationResult
 
-__all__ = ["HFBackend", "HFBackendConfig", "ModelServer", "add_serve_command", "resolve_checkpoint"]
+__all__ = ["HFBackend", "HFBackendConfig", "ModelServer", "add_serve_command", "check_best_spelling",
+           "resolve_checkpoint"]
 
 MAX_BODY_BYTES = 8 << 20
 
@@ -70,15 +71,21 @@ class HFBackendConfig:
 
 
 def resolve_checkpoint(model: str) -> str:
-    """The folder to load for ``model``: a checkpoint's ``actor`` folder, a run directory's newest checkpoint;
-    anything else unchanged. A checkpoint or run directory without a model is a :class:`RagenError`."""
+    """The folder to load for ``model``: a checkpoint's ``actor`` folder (``RUN/checkpoints/step_N``, or
+    ``RUN/checkpoints/best``: the best validation's, ``trainer.keep_best``), a run directory's newest checkpoint;
+    anything else unchanged. A checkpoint or run directory without a model, or ``RUN:best`` (write
+    ``RUN/checkpoints/best``), is a :class:`RagenError`."""
     p = Path(model).expanduser()
     if (p / "actor" / "config.json").is_file():
         return str(p / "actor")
+    check_best_spelling(model)
     if p.parent.name == "checkpoints" and not p.exists():
-        steps = sorted(s.name for s in p.parent.glob("step_*"))
-        raise RagenError(f"checkpoint {model!r} does not exist",
-                         hint=f"checkpoints there: {', '.join(steps)}" if steps else "the run has no checkpoint")
+        steps = sorted(s.name for s in p.parent.glob("step_*")) + [s.name for s in p.parent.glob("best")]
+        there = f"checkpoints there: {', '.join(steps)}" if steps else "the run has no checkpoint"
+        if p.name == "best":
+            raise RagenError(f"run {str(p.parent.parent)!r} kept no best checkpoint",
+                             hint=f"it trained with trainer.keep_best=false or never validated; {there}")
+        raise RagenError(f"checkpoint {model!r} does not exist", hint=there)
     if (p / "config.yaml").is_file() and (p / "checkpoints").is_dir():
         steps = sorted((p / "checkpoints").glob("step_*"))
         if not steps:
@@ -88,6 +95,16 @@ def resolve_checkpoint(model: str) -> str:
         raise RagenError(f"checkpoint {model!r} holds no model (no actor/config.json)",
                          hint="it may be incomplete; use an earlier checkpoint")
     return model
+
+
+def check_best_spelling(model: str) -> None:
+    """``RUN:best`` (a run directory, a colon, ``best``) is not a model name: a :class:`RagenError` pointing to
+    ``RUN/checkpoints/best``, the one spelling of the best checkpoint."""
+    run, sep, name = model.rpartition(":")
+    if sep and name == "best" and not Path(model).expanduser().exists() and \
+            (Path(run).expanduser() / "config.yaml").is_file():
+        raise RagenError(f"{model!r} is not a model: the best checkpoint of a run is a folder",
+                         hint=f"use {str(Path(run) / 'checkpoints' / 'best')!r}")
 
 
 class HFBackend:
@@ -380,7 +397,8 @@ def add_serve_command(cli: click.Group) -> None:
     @click.option("--max-batch", type=click.IntRange(min=1), default=32, show_default=True,
                   help="Most requests generated together.")
     def serve(model: str, host: str, port: int, name: str | None, device: str, dtype: str, max_batch: int) -> None:
-        """Serve MODEL (a folder, tiny, smollm2-135m, a checkpoint or run) over an OpenAI-compatible HTTP API."""
+        """Serve MODEL (a folder, tiny, smollm2-135m, a checkpoint such as RUN/checkpoints/best, or a run) over an
+        OpenAI-compatible HTTP API."""
         policy = HFBackend(HFBackendConfig(model=model, device=device, dtype=dtype))  # type: ignore[arg-type]
         server = ModelServer(policy, name=name or model, host=host, port=port, max_batch=max_batch)
 

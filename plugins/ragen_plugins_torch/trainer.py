@@ -27,7 +27,7 @@ from ragen_core.protocols import DiagnosticContext
 from ragen_core.rollout import make_episodes, run_lockstep
 from ragen_core.runner import group_seeds, rollout_metrics, warn_truncation
 
-__all__ = ["TorchTrainer", "TorchTrainerConfig"]
+__all__ = ["TorchTrainer", "TorchTrainerConfig", "best_checkpoint", "latest_checkpoint"]
 
 
 def _pos(_i: Any, a: Any, v: Any) -> None:
@@ -56,6 +56,10 @@ class TorchTrainerConfig(PPOOptions):
     :ivar save_every: write a checkpoint every this many steps and after the last one (0: none, except when the run
         stops early).
     :ivar keep_last: checkpoints kept; older ones are deleted.
+    :ivar keep_best: after a validation whose ``val/success`` beats every earlier one of the run (step 0 included),
+        write the model to ``checkpoints/best`` (atomically; its ``state.json`` holds the step and ``val_success``;
+        the model only, no optimiser state; never removed by ``keep_last``). ``ragen eval -m RUN/checkpoints/best``
+        and ``ragen serve RUN/checkpoints/best`` load it; ``summary.json`` names it under ``best``.
     :ivar device: ``auto`` (``cuda`` when available, else ``cpu``) or a torch device string.
     :ivar dtype: ``auto`` (bfloat16 on a GPU, float32 on the CPU), ``float32`` or ``bfloat16``.
     :ivar gradient_checkpointing: trade compute for memory in the forward pass.
@@ -83,6 +87,7 @@ class TorchTrainerConfig(PPOOptions):
     val_every: int = attrs.field(default=10, validator=_nonneg)
     save_every: int = attrs.field(default=10, validator=_nonneg)
     keep_last: int = attrs.field(default=2, validator=_pos)
+    keep_best: bool = True
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     gradient_checkpointing: bool = False
@@ -171,6 +176,7 @@ class TorchTrainer:
         self.empty_steps = 0
         self.replay_dir = Path(run.state["replay_dir"]) if run.state.get("replay_dir") else None
         self._rounds: list[Any] = []  # this step's rollout rounds: recorded, or being replayed
+        self.best = read_best(run.run_dir) if tc.keep_best and resume else None  # a resumed run keeps its best
         if resume:
             state = json.loads((Path(resume) / "state.json").read_text())
             self.start_step, self.empty_steps = state["step"], state["empty_steps"]
@@ -193,6 +199,7 @@ class TorchTrainer:
         result: dict[str, Any] = {"status": "completed", "steps": self.start_step, "metrics": {}}
         if self.start_step == 0:
             result["initial_validation"] = self._log_validation(run, 0)
+            self._keep_best(run, 0, result["initial_validation"])
         console = Console(stderr=True)
         columns = [TextColumn("[bold]train"), BarColumn(), TextColumn("step {task.completed}/{task.total}"),
                    TextColumn("{task.fields[summary]}"), TimeRemainingColumn()]
@@ -203,6 +210,8 @@ class TorchTrainer:
                 ctx = self._step(run, step, validate)
                 run.write_metrics(step, ctx.metrics)
                 warn_truncation(run.log, step, ctx.metrics, run.config.rollout.max_new_tokens)
+                if validate:
+                    self._keep_best(run, step, ctx.metrics)
                 result["steps"], result["metrics"] = step, dict(ctx.metrics)
                 run.log.info("step", step=step, **{k: round(v, 4) for k, v in ctx.metrics.items()
                                                    if k in ("train/success", "actor/pg_loss", "val/success",
@@ -215,6 +224,8 @@ class TorchTrainer:
                     result.update(status="stopped", stop_reason=ctx.stop_reason)
                     self._checkpoint(run, step)
                     break
+        if self.best is not None:
+            result["best"] = dict(self.best)
         return result
 
     def evaluate(self, run: Any) -> dict[str, Any]:
@@ -501,6 +512,26 @@ class TorchTrainer:
             self.policy.tokenizer.save_pretrained(run.run_dir / "reference")
 
     # ------------------------------------------------------------------------------------------- checkpoints
+    def _save_actor(self, folder: Path) -> None:
+        """The policy (merged when it trains LoRA adapters) and its tokenizer as a plain model folder."""
+        model = self.policy.model
+        if self.config.lora_rank:  # a merged copy: the checkpoint is a plain model folder; training keeps its adapter
+            import copy
+
+            copy.deepcopy(model).merge_and_unload().save_pretrained(folder)
+        else:
+            model.save_pretrained(folder)
+        self.policy.tokenizer.save_pretrained(folder)
+
+    def _keep_best(self, run: Any, step: int, metrics: dict[str, float]) -> None:
+        """With ``keep_best``: when ``val/success`` beats the run's best so far, write ``checkpoints/best``."""
+        value = metrics.get("val/success")
+        if not self.config.keep_best or value is None or (self.best is not None and value <= self.best["val_success"]):
+            return
+        path = write_best(Path(run.run_dir), step, value, self._save_actor)
+        self.best = {"step": step, "val_success": value, "checkpoint": str(path)}
+        run.log.info("best_checkpoint", step=step, val_success=round(value, 4), checkpoint=str(path))
+
     def _checkpoint(self, run: Any, step: int) -> Path:
         """Write ``checkpoints/step_N`` atomically (temp dir + rename) and keep the last ``keep_last``."""
         torch = self.torch
@@ -510,14 +541,7 @@ class TorchTrainer:
         tmp = root / f".tmp_step_{step:06d}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        model = self.policy.model
-        if self.config.lora_rank:  # a merged copy: the checkpoint is a plain model folder; training keeps its adapter
-            import copy
-
-            copy.deepcopy(model).merge_and_unload().save_pretrained(tmp / "actor")
-        else:
-            model.save_pretrained(tmp / "actor")
-        self.policy.tokenizer.save_pretrained(tmp / "actor")
+        self._save_actor(tmp / "actor")
         torch.save(self.optim.state_dict(), tmp / "actor_optim.pt")
         if self.critic is not None:
             torch.save(self.critic.state_dict(), tmp / "critic.pt")
@@ -590,6 +614,47 @@ def replayed_rounds(run_dir: Path, step: int) -> list[Any]:
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The newest ``checkpoints/step_N`` of a run directory, or None."""
+    """The newest ``checkpoints/step_N`` of a run directory, or None (``checkpoints/best`` is never the latest)."""
     steps = sorted((Path(run_dir) / "checkpoints").glob("step_*"))
     return steps[-1] if steps else None
+
+
+BEST = "best"
+
+
+def best_checkpoint(run_dir: str | Path) -> Path | None:
+    """The run's ``checkpoints/best`` (``trainer.keep_best``), or None when it kept none. A replacement interrupted
+    between its two renames is completed here (the previous best is put back)."""
+    root = Path(run_dir) / "checkpoints"
+    final, old = root / BEST, root / f".old_{BEST}"
+    if not final.exists() and old.is_dir():
+        os.replace(old, final)
+    return final if (final / "state.json").is_file() else None
+
+
+def read_best(run_dir: str | Path) -> dict[str, Any] | None:
+    """``{"step", "val_success", "checkpoint"}`` of the run's best checkpoint, or None."""
+    path = best_checkpoint(run_dir)
+    if path is None:
+        return None
+    state = json.loads((path / "state.json").read_text())
+    return {"step": int(state["step"]), "val_success": float(state["val_success"]), "checkpoint": str(path)}
+
+
+def write_best(run_dir: Path, step: int, val_success: float, save_actor: Any) -> Path:
+    """Write ``checkpoints/best`` (``save_actor(folder)`` writes the model into ``best/actor``) with a ``state.json``
+    of ``step`` and ``val_success``, so that a complete ``best`` is always there: the new one is written to a temp
+    folder, the old one renamed aside, the new one renamed into place, then the old one deleted."""
+    root = run_dir / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    final, tmp, old = root / BEST, root / f".tmp_{BEST}", root / f".old_{BEST}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    save_actor(tmp / "actor")
+    (tmp / "state.json").write_text(json.dumps({"step": step, "val_success": val_success, "kind": BEST}))
+    if final.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final

@@ -97,3 +97,36 @@ def test_missing_checkpoints_are_clear_errors(trained_run: Path, tmp_path: Path)
     assert res.exit_code == 1 and f"run directory {str(empty)!r} has no checkpoint" in res.output
     res = ragen("eval", "-m", str(tmp_path / "no" / "model"), "--env", "sokoban")
     assert res.exit_code == 1 and "does not exist" in res.output and "Traceback" not in res.output
+
+
+def test_the_best_checkpoint_loads_by_its_folder_and_run_colon_best_is_refused(trained_run: Path,
+                                                                            tmp_path: Path) -> None:
+    """``trainer.keep_best`` (default) kept ``checkpoints/best``; ``ragen eval -m RUN/checkpoints/best`` evaluates it
+    with the run's config, and ``ragen serve`` resolves it the same way; ``RUN:best`` is an error with the spelling."""
+    from ragen_core.errors import RagenError
+    from ragen_plugins_torch.serve import resolve_checkpoint
+
+    best = trained_run / "checkpoints" / "best"
+    state = json.loads((best / "state.json").read_text())
+    summary = json.loads((trained_run / "summary.json").read_text())
+    assert summary["best"]["step"] == state["step"] and summary["best"]["checkpoint"] == str(best)
+    assert resolve_checkpoint(str(best)) == str(best / "actor")  # what ragen serve and the hf backend load
+    res = ragen("eval", "-m", str(best), "--env", "sokoban", "--groups", "1", "--group-size", "2",
+                "--run-dir", str(tmp_path / "e"))
+    assert res.exit_code == 0, res.output
+    settings = json.loads((tmp_path / "e" / "eval.json").read_text())
+    assert settings["model"] == str(best) and settings["rollout"]["max_new_tokens"] == 10  # the run's config
+    summary = json.loads((tmp_path / "e" / "summary.json").read_text())
+    assert 0.0 <= summary["variants"]["all"]["truncated_rate"] <= 1.0
+    res = ragen("eval", "-m", f"{trained_run}:best", "--env", "sokoban")
+    assert res.exit_code == 1 and "is not a model" in res.output and str(best) in res.output
+    assert "Traceback" not in res.output
+    with pytest.raises(RagenError, match="is not a model") as err:
+        resolve_checkpoint(f"{trained_run}:best")
+    assert str(best) in err.value.hint
+    bare = tmp_path / "bare"
+    (bare / "checkpoints").mkdir(parents=True)
+    (bare / "config.yaml").write_text((trained_run / "config.yaml").read_text())
+    with pytest.raises(RagenError, match="kept no best checkpoint") as err:
+        resolve_checkpoint(str(bare / "checkpoints" / "best"))
+    assert "trainer.keep_best=false" in err.value.hint

@@ -45,6 +45,11 @@ def train(run_dir: Path, *extra: str, resume: bool = False) -> Any:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+def validations(lines: list[dict[str, Any]]) -> dict[int, float]:
+    """``val/success`` by step (the last line of a step wins, as in the report)."""
+    return {line["step"]: line["val/success"] for line in lines if "val/success" in line}
+
+
 def step_lines(lines: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {line["step"]: line for line in lines if "actor/pg_loss" in line or "rollout/success" in line}
 
@@ -95,6 +100,16 @@ def test_a_few_steps_of_the_full_loop(two_step_run: Callable[[str], Run], estima
     ckpts = sorted((run_dir / "checkpoints").glob("step_*"))
     assert [c.name for c in ckpts] == ["step_000001", "step_000002"]
     assert (ckpts[-1] / "actor" / "config.json").exists() and (ckpts[-1] / "state.json").exists()
+    # trainer.keep_best (default): the first validation with the highest val/success (steps 0 and 2 validated)
+    val = validations(lines)
+    best_step = min(s for s, v in val.items() if v == max(val.values()))
+    state = json.loads((run_dir / "checkpoints" / "best" / "state.json").read_text())
+    assert (state["step"], state["val_success"]) == (best_step, max(val.values()))
+    assert (run_dir / "checkpoints" / "best" / "actor" / "config.json").exists()
+    assert not list((run_dir / "checkpoints").glob(".*"))  # no temp or old folder left
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["best"] == {"step": best_step, "val_success": max(val.values()),
+                               "checkpoint": str(run_dir / "checkpoints" / "best")}
 
 
 def test_resume_continues_exactly(two_step_run: Callable[[str], Run], tmp_path: Path) -> None:
@@ -102,8 +117,16 @@ def test_resume_continues_exactly(two_step_run: Callable[[str], Run], tmp_path: 
     after its last step (1) and the uninterrupted one did not, so that validation must not disturb training either."""
     full = step_lines(two_step_run("gae")[1])
     train(tmp_path / "b", "estimator=gae", "trainer.steps=1")
-    resumed = step_lines(train(tmp_path / "b", "trainer.steps=2", resume=True))
+    first_best = json.loads((tmp_path / "b" / "checkpoints" / "best" / "state.json").read_text())
+    all_lines = train(tmp_path / "b", "trainer.steps=2", resume=True)
+    resumed = step_lines(all_lines)
     assert sorted(resumed) == [1, 2]
+    # the resumed run knows its best so far (validations at steps 0 and 1 before, 2 after)
+    val = validations(all_lines)
+    best = json.loads((tmp_path / "b" / "summary.json").read_text())["best"]
+    assert best["val_success"] == max(val.values()) and val[best["step"]] == best["val_success"]
+    if val[2] <= first_best["val_success"]:
+        assert best["step"] == first_best["step"]
     for key, value in full[2].items():
         if key.startswith(("timing_s", "perf/")):
             continue
@@ -111,7 +134,7 @@ def test_resume_continues_exactly(two_step_run: Callable[[str], Run], tmp_path: 
 
 
 @pytest.mark.parametrize("filt", [["filter=top_p", "filter.value=0.5", "filter.loss_scale=sqrt"],
-                                  ["filter=dynamic", "filter.max_rounds=2"]])
+                                  ["filter=dynamic", "filter.max_rounds=2", "trainer.keep_best=false"]])
 def test_filters_plug_into_the_trainer(tmp_path: Path, filt: list[str]) -> None:
     lines = train(tmp_path / "run", "estimator=grpo", "trainer.steps=1", "trainer.warm_start_steps=0",
                   "rollout.group_size=3", *filt)
@@ -120,6 +143,9 @@ def test_filters_plug_into_the_trainer(tmp_path: Path, filt: list[str]) -> None:
     assert "rollout/empty_after_filter" in step
     if "filter=dynamic" in filt:
         assert 1 <= step["rollout/dynamic_sampling_rounds"] <= 2
+    kept_best = (tmp_path / "run" / "checkpoints" / "best").exists()
+    assert kept_best == ("trainer.keep_best=false" not in filt)
+    assert ("best" in json.loads((tmp_path / "run" / "summary.json").read_text())) == kept_best
 
 
 @pytest.mark.slow
@@ -200,3 +226,58 @@ def test_kl_with_lora_and_a_warm_start_is_refused() -> None:
 
     with pytest.raises(ValueError, match="use_kl_loss"):
         TorchTrainerConfig(use_kl_loss=True, lora_rank=4, warm_start_steps=10)
+
+
+# ------------------------------------------------------------------------------------------------ the best checkpoint
+
+def fake_actor(folder: Path, marker: str = "model") -> None:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"marker": marker}))
+
+
+def test_best_is_replaced_whole_or_not_at_all(tmp_path: Path) -> None:
+    from ragen_plugins_torch.trainer import best_checkpoint, read_best, write_best
+
+    assert best_checkpoint(tmp_path) is None and read_best(tmp_path) is None
+    write_best(tmp_path, 3, 0.5, lambda f: fake_actor(f, "three"))
+    assert read_best(tmp_path) == {"step": 3, "val_success": 0.5, "checkpoint": str(tmp_path / "checkpoints" / "best")}
+
+    def broken(folder: Path) -> None:  # a save that fails half-way (a full disk)
+        fake_actor(folder, "half")
+        raise OSError("no space left on device")
+
+    with pytest.raises(OSError):
+        write_best(tmp_path, 5, 0.75, broken)
+    best = tmp_path / "checkpoints" / "best"
+    assert read_best(tmp_path)["step"] == 3  # the old best is untouched
+    assert json.loads((best / "actor" / "config.json").read_text()) == {"marker": "three"}
+    write_best(tmp_path, 7, 0.875, lambda f: fake_actor(f, "seven"))
+    assert read_best(tmp_path)["step"] == 7
+    assert json.loads((best / "actor" / "config.json").read_text()) == {"marker": "seven"}
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["best"]  # the temp folder went too
+    # a replacement interrupted between its two renames: the previous best is put back
+    (best).rename(tmp_path / "checkpoints" / ".old_best")
+    assert best_checkpoint(tmp_path) == best and read_best(tmp_path)["step"] == 7
+
+
+def test_keep_last_never_deletes_best(tmp_path: Path) -> None:
+    """``_checkpoint`` on stand-ins for the model, tokenizer and optimiser: keep_last=1 deletes older ``step_N``
+    folders, never ``best``."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from ragen_plugins_torch.trainer import TorchTrainer, TorchTrainerConfig, write_best
+
+    trainer = TorchTrainer(TorchTrainerConfig(keep_last=1))
+    saver = SimpleNamespace(save_pretrained=lambda folder: fake_actor(Path(folder)))
+    trainer.torch, trainer.critic, trainer.empty_steps = torch, None, 0
+    trainer.policy = SimpleNamespace(model=saver, tokenizer=SimpleNamespace(save_pretrained=lambda folder: None))
+    trainer.optim = SimpleNamespace(state_dict=lambda: {})
+    run = SimpleNamespace(run_dir=tmp_path)
+    trainer._checkpoint(run, 1)
+    write_best(tmp_path, 1, 0.5, trainer._save_actor)
+    for step in (2, 3):
+        trainer._checkpoint(run, step)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["best", "step_000003"]
+    assert (tmp_path / "checkpoints" / "best" / "actor" / "config.json").exists()
