@@ -35,7 +35,7 @@ _FAMILIES = ("first_turn", "trajectory")
 _KEY_METRICS = (
     "train/success", "val/success", "rollout/reward_mean", "rollout/in_group_reward_std",
     "rollout/chosen_in_group_reward_std", "rollout/filter_kept_ratio", "rollout/format_penalty_rate",
-    "rollout/response_length_mean", "collapse/valid_thinking_rate",
+    "rollout/truncated_rate", "val/truncated_rate", "rollout/response_length_mean", "collapse/valid_thinking_rate",
     *(f"collapse/{f}/{m}" for f in _FAMILIES for m in ("mi_estimate", "mi_seq_estimate", "mi_fraction",
                                                        "conditional_entropy_est", "retrieval_accuracy", "regime")),
     "echo_trap/duplicate_rate", "echo_trap/distinct_2",
@@ -59,6 +59,16 @@ class RunData:
 
     def has(self, key: str) -> bool:
         return any(key in m for m in self.steps.values())
+
+    def setting(self, key: str) -> Any:
+        """The value of a dotted key of ``config.yaml`` (``"rollout.max_new_tokens"``, ``"filter.name"``), or None
+        when the run has no config or the config no such key (e.g. a trainer without that option)."""
+        node: Any = self.config
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
 
     def collapse_option(self, name: str, default: float) -> float:
         """An option of the ``collapse`` diagnostic from ``config.yaml`` (its default when absent)."""
@@ -150,27 +160,35 @@ def advice(run: RunData) -> list[str]:
       chance at the last point;
     - reasoning: the last ``collapse/valid_thinking_rate`` below 50%; the last
       ``echo_trap/cross_group_duplicate_rate`` above 50% (echo trap);
-    - filtering: a mean ``rollout/filter_kept_ratio`` below 25%; steps with nothing left after filtering.
+    - filtering: a mean ``rollout/filter_kept_ratio`` below 25%; steps with nothing left after filtering;
+    - truncation: the mean ``rollout/truncated_rate`` of the last 10 steps, or the last ``val/truncated_rate``, is
+      at least 20% (:data:`ragen_core.runner.TRUNCATION_WARNING_RATE`);
+    - validation decline: the last ``val/success`` is at least 0.1 and 20% below the best earlier one.
 
-    When no rule fires, one line says so.
+    The advice reads the run's ``config.yaml`` and never proposes a setting the run already has (no
+    ``filter=top_p`` for a run that filters with ``top_p``, no warm start of as many steps as it had, ...); the
+    current value is named where it helps. When no rule fires, one line says so.
     """
     lines: list[str] = []
     summary = run.summary or {}
     if summary.get("stop_reason"):
         lines.append(f"The run stopped early at step {summary.get('steps', '?')}: {summary['stop_reason']}.")
     lines += _reward_std_advice(run)
+    truncation = _truncation_advice(run)
     _steps, fmt = run.series("rollout/format_penalty_rate")
     if fmt:
         late = _mean(fmt[-10:])
         if late > 0.5:
             lines.append(f"format penalty rate above 50% ({late:.0%} of turns over the last {len(fmt[-10:])} steps): "
-                         "the model has not learned the output format <think>…</think><answer>…</answer>; use "
-                         "trainer.warm_start_steps (e.g. trainer.warm_start_steps=50, a short supervised warm start "
-                         "on demonstrations) or a stronger base model.")
+                         "the model has not learned the output format <think>…</think><answer>…</answer>; "
+                         f"{_format_remedy(run)}." + (" Many turns are also cut by rollout.max_new_tokens (below)."
+                                                      if truncation else ""))
+    lines += truncation
     _steps, val = run.series("val/success")
     if len(val) >= 5 and all(v < 0.01 for v in val[-5:]):
         lines.append("validation success below 1% in the last 5 validations: the policy does not solve the task; "
-                     "check the env settings, use trainer.warm_start_steps, or start from a stronger model.")
+                     f"check the env settings, or {_format_remedy(run, short=True)}.")
+    lines += _validation_decline_advice(run)
     for family in _FAMILIES:
         lines += _collapse_advice(run, family)
     _steps, think = run.series("collapse/valid_thinking_rate")
@@ -180,20 +198,154 @@ def advice(run: RunData) -> list[str]:
     _steps, echo = run.series("echo_trap/cross_group_duplicate_rate")
     if echo and echo[-1] > 0.5:
         lines.append(f"echo trap: {echo[-1]:.0%} of reasoning strings repeat word for word across groups (different "
-                     "initial states): the reasoning ignores the input; try filter=top_p filter.value=0.9 and a "
-                     "larger trainer.entropy_coeff.")
+                     "initial states): the reasoning ignores the input; "
+                     + (f"{remedy}, and " if (remedy := _filter_remedy(run)) else "")
+                     + f"{_raise(run, 'trainer.entropy_coeff')}.")
     _steps, kept = run.series("rollout/filter_kept_ratio")
     if kept and _mean(kept) < 0.25:
-        lines.append(f"the filter keeps {_mean(kept):.0%} of the groups on average: each update sees little data; a "
-                     "larger rollout.env_groups or a looser filter (higher filter.value) keeps more.")
+        looser = _looser_filter(run)
+        lines.append(f"the filter keeps {_mean(kept):.0%} of the groups on average: each update sees little data; "
+                     f"{_raise(run, 'rollout.env_groups', 'a larger')}" + (f" or {looser}" if looser else "")
+                     + " keeps more.")
     _steps, empty = run.series("rollout/empty_after_filter")
     if sum(empty):
+        extra = ("; or filter.include_zero=true, so that groups whose rewards did not vary stay candidates"
+                 if run.setting("filter.include_zero") is False else "")
         lines.append(f"{int(sum(empty))} step(s) had nothing left after filtering and were skipped: no group's rewards "
-                     "varied; raise rollout.group_size or rollout.temperature.")
+                     f"varied; {_raise(run, 'rollout.group_size')} or {_raise(run, 'rollout.temperature', '')}"
+                     f"{extra}.")
     if not lines:
-        lines.append("No problem found by the rules (reward std, format, validation, collapse regimes, echo trap, "
-                     "filtering).")
+        lines.append("No problem found by the rules (reward std, format, truncation, validation, collapse regimes, "
+                     "echo trap, filtering).")
     return lines
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _raise(run: RunData, key: str, verb: str = "raise") -> str:
+    """``raise KEY (now V)``: advice to raise a setting, naming its current value when the config has it."""
+    value = run.setting(key)
+    now = f" (now {value:g})" if _number(value) is not None else ""
+    return f"{verb} {key}{now}".strip()
+
+
+def _format_remedy(run: RunData, short: bool = False) -> str:
+    """What teaches the output format, given what the run already did: a warm start (a longer one when it had one),
+    or a stronger model when its trainer has no warm start."""
+    steps = _number(run.setting("trainer.warm_start_steps"))
+    no_warm_start = steps is None and run.setting("trainer.name") == "verl"
+    if not no_warm_start and not steps:
+        return ("use trainer.warm_start_steps" + ("" if short else " (e.g. trainer.warm_start_steps=50, a short "
+                                                  "supervised warm start on demonstrations)")
+                + " or start from a stronger base model")
+    if no_warm_start:  # the verl trainer has no warm start
+        model = run.setting("trainer.model")
+        return "start from a model that already answers in the format" + (f" (trainer.model is {model})" if model
+                                                                            else "")
+    lr = _number(run.setting("trainer.warm_start_lr"))
+    return (f"its warm start of {steps:g} steps was not enough: more steps (e.g. trainer.warm_start_steps="
+            f"{2 * steps:g})" + (f", a higher trainer.warm_start_lr (now {lr:g})" if lr is not None else "")
+            + " or a stronger base model")
+
+
+def _filter_remedy(run: RunData) -> str | None:
+    """RAGEN-2's filter (``filter=top_p filter.value=0.9``); None when the run already filters that way (or
+    stricter): see :func:`_filtering`."""
+    if run.setting("filter.name") != "top_p":
+        return "try filter=top_p filter.value=0.9 (trains on the groups whose rewards still vary)"
+    value = _number(run.setting("filter.value"))
+    if value is not None and value > 0.9:
+        return f"try filter.value=0.9 (top_p now keeps the groups up to {value:g} of the score mass)"
+    return None
+
+
+def _filtering(run: RunData) -> str:
+    value = _number(run.setting("filter.value"))
+    return "the run already filters with top_p" + (f" (filter.value {value:g})" if value is not None else "")
+
+
+def _looser_filter(run: RunData) -> str:
+    """A looser setting of the run's filter ('' when none is possible)."""
+    name, value = run.setting("filter.name"), _number(run.setting("filter.value"))
+    if value is None or name not in ("top_p", "top_k", "top_k_abs", "min_p"):
+        return "a looser filter"
+    if name == "min_p":  # keeps scores >= value × max: a lower value keeps more
+        return f"a lower filter.value (now {value:g})"
+    if name in ("top_p", "top_k") and value >= 1:
+        return ""
+    return f"a higher filter.value (now {value:g})"
+
+
+def _truncation_advice(run: RunData) -> list[str]:
+    from ragen_core.runner import TRUNCATION_WARNING_RATE as limit
+
+    _steps, rates = run.series("rollout/truncated_rate")
+    v_steps, val = run.series("val/truncated_rate")
+    late = _mean(rates[-10:]) if rates else 0.0
+    if late < limit and not (val and val[-1] >= limit):
+        return []
+    seen = []
+    if rates and late >= limit:
+        seen.append(f"{late:.0%} of the turns over the last {len(rates[-10:])} steps")
+    if val and val[-1] >= limit:
+        seen.append(f"{val[-1]:.0%} of the validation turns at step {v_steps[-1]}")
+    budget = _number(run.setting("rollout.max_new_tokens"))
+    now = f" ({budget:g} tokens)" if budget is not None else ""
+    to = f" (e.g. rollout.max_new_tokens={2 * budget:g})" if budget is not None else ""
+    think = (", or rollout.think=false (answers without the reasoning part)"
+             if run.setting("rollout.think") is True else "")
+    return [f"truncated answers: {' and '.join(seen)} hit rollout.max_new_tokens{now} before closing </answer>: such a "
+            f"turn takes no action and gets the format penalty; raise rollout.max_new_tokens{to}{think}."]
+
+
+def _nearest(by_step: dict[int, float], step: int) -> float | None:
+    if not by_step:
+        return None
+    return by_step[min(by_step, key=lambda s: (abs(s - step), s))]
+
+
+def _validation_decline_advice(run: RunData) -> list[str]:
+    """The last validation well below the best one (at least 0.1 and 20% of the best lower)."""
+    steps, val = run.series("val/success")
+    if len(val) < 2:
+        return []
+    best = max(val)
+    at = steps[val.index(best)]
+    last, last_step = val[-1], steps[-1]
+    if last_step <= at or best - last < 0.1 or best - last < 0.2 * best:
+        return []
+    line = f"validation success fell from its best, {best:.3g} at step {at}, to {last:.3g} at step {last_step}"
+    groups, size = _number(run.setting("rollout.val_env_groups")), _number(run.setting("rollout.val_group_size"))
+    if groups and size:
+        n = groups * size
+        se = math.sqrt(best * (1 - best) / n + last * (1 - last) / n)
+        if se > 0:
+            line += f" ({(best - last) / se:.1f} standard errors on {n:g} validation trajectories each)"
+    std = dict(zip(*run.series("rollout/in_group_reward_std")))
+    s0, s1 = _nearest(std, at), _nearest(std, last_step)
+    collapsed = s0 is not None and s1 is not None and s1 < 0.5 * s0
+    if s0 is not None and s1 is not None:
+        line += f"; the in-group reward std went from {s0:.3g} to {s1:.3g} over those steps"
+        if collapsed:
+            line += " (the groups lost the reward variance that gives the update its signal)"
+    remedies = []
+    best_dir = run.run_dir / "checkpoints" / "best"
+    kept = _read_json(best_dir / "state.json") or (run.summary or {}).get("best") or {}
+    if kept:
+        where = str(best_dir) if (best_dir / "state.json").is_file() else kept.get("checkpoint", str(best_dir))
+        step = f" (step {kept['step']})" if "step" in kept and kept["step"] != at else ""
+        remedies.append(f"use the best model, kept in {where}{step} (ragen eval -m {where})")
+    elif run.setting("trainer.keep_best") is False:
+        remedies.append(f"train with trainer.keep_best=true to keep the model of step {at}")
+    else:
+        remedies.append(f"keep the model of the best validation (a checkpoint near step {at})")
+    lr = _number(run.setting("trainer.actor_lr"))
+    remedies.append(f"lower trainer.actor_lr (now {lr:g}, e.g. {lr / 2:g})" if lr else "lower trainer.actor_lr")
+    if collapsed and (remedy := _filter_remedy(run)):
+        remedies.append(remedy)
+    return [line + ": " + "; ".join(remedies) + "."]
 
 
 def _reward_std_advice(run: RunData) -> list[str]:
@@ -206,9 +358,10 @@ def _reward_std_advice(run: RunData) -> list[str]:
         early, late = _mean(std[:k]), _mean(std[-k:])
         if early > 0 and late < 0.1 * early:
             lines.append(f"reward std collapsed to below 10% of its early level ({early:.3g} → {late:.3g}): the "
-                         "policy gets no learning signal (the trajectories of a group all score the same); try "
-                         "filter=top_p filter.value=0.9 to train on the groups that still vary, or raise "
-                         "rollout.temperature.")
+                         "policy gets no learning signal (the trajectories of a group all score the same); "
+                         + (f"{remedy}, or {_raise(run, 'rollout.temperature')}." if (remedy := _filter_remedy(run))
+                            else f"{_filtering(run)}: {_raise(run, 'rollout.temperature')} or "
+                                 f"{_raise(run, 'rollout.group_size', '')}, so that groups vary."))
     stopper = EarlyStop()
     for step, metrics in sorted(run.steps.items()):
         reason = stopper.update(metrics)
@@ -234,13 +387,16 @@ def _collapse_advice(run: RunData, family: str) -> list[str]:
         if mi0 > 0 and mi1 < 0.8 * mi0:
             if h1 >= 0.8 * h0:
                 lines.append(f"{label} MI falling while entropy holds ({what} {mi0:.3g} → {mi1:.3g}, H(Z|X) "
-                             f"{h0:.3g} → {h1:.3g} nats/token): template collapse — the reasoning still looks varied "
-                             "but no longer depends on the input; try filter=top_p filter.value=0.9.")
+                             f"{h0:.3g} → {h1:.3g} nats/token): template collapse — the reasoning still looks "
+                             "varied but no longer depends on the input; "
+                             + (f"{remedy}." if (remedy := _filter_remedy(run)) else
+                                f"{_filtering(run)}, the usual remedy; a stronger base model may be needed."))
             else:
                 lines.append(f"{label} MI and entropy both falling ({what} {mi0:.3g} → {mi1:.3g}, H(Z|X) "
                              f"{h0:.3g} → {h1:.3g} nats/token): low-entropy collapse — the policy turns "
-                             "deterministic and input-independent; raise trainer.entropy_coeff or rollout.temperature "
-                             "and try filter=top_p filter.value=0.9.")
+                             f"deterministic and input-independent; {_raise(run, 'trainer.entropy_coeff')} or "
+                             f"{_raise(run, 'rollout.temperature', '')}"
+                             + (f"; {remedy}." if (remedy := _filter_remedy(run)) else "."))
     r_steps, regime = run.series(prefix + "regime")
     if regime and int(regime[-1]) in (1, 3):
         lines.append(f"{label} regime at step {r_steps[-1]}: {REGIME_NAMES[int(regime[-1])]} (thresholds: H(Z|X) "
@@ -451,6 +607,10 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
         if summary.get("stop_reason"):
             status += f", stopped: {summary['stop_reason']}"
         md.append(status)
+    best = summary.get("best")
+    if isinstance(best, dict) and {"step", "val_success"} <= set(best):
+        md.append(f"- best validation: {best['val_success']:.4g} at step {best['step']}"
+                  + (f" (`{best['checkpoint']}`)" if best.get("checkpoint") else ""))
     md.append(f"- metrics: {len(steps)} logged steps" + (f" ({steps[0]}–{steps[-1]})" if steps else ""))
     if run.skipped_lines:
         md.append(f"- {run.skipped_lines} line(s) of metrics.jsonl were not readable and were skipped")
