@@ -95,7 +95,8 @@ def test_tokens_per_second_covers_every_dynamic_sampling_round(tmp_path: Path, m
 
 def _traj(env: str, info: dict[str, Any], success: bool) -> Trajectory:
     return Trajectory(env=env, group_id=0, seed=0,
-                      turns=[Turn(response_ids=[1, 2], info=info, format_penalty=0.0 if success else -0.1)],
+                      turns=[Turn(response_ids=[1, 2], info=info, format_penalty=0.0 if success else -0.1,
+                                  truncated=env == "frozenlake")],
                       success=success, score=1.0 if success else -0.1)
 
 
@@ -106,10 +107,12 @@ def test_validation_logs_success_reward_pass_at_k_and_the_env_info_metrics() -> 
                           _traj("sokoban", {"success": False, "box_target_distance": 2}, False),
                           _traj("frozenlake", {"distance_to_goal": 3, "on_ice": True}, False)])
     m = validation_metrics(batch)
-    assert set(m) == {"val/success", "val/reward_mean", "val/format_penalty_rate", "val/sokoban/success", "val/sokoban/pass@k",
+    assert set(m) == {"val/success", "val/reward_mean", "val/format_penalty_rate", "val/truncated_rate",
+                      "val/sokoban/success", "val/sokoban/pass@k",
                       "val/sokoban/reward_mean", "val/frozenlake/success", "val/frozenlake/pass@k",
                       "val/frozenlake/reward_mean", "val/sokoban/info/box_target_distance",
                       "val/frozenlake/info/distance_to_goal", "val/frozenlake/info/on_ice"}
     assert m["val/sokoban/info/box_target_distance"] == 1.0 and m["val/frozenlake/info/on_ice"] == 1.0
     assert m["val/success"] == pytest.approx(1 / 3) and m["val/reward_mean"] == pytest.approx(0.8 / 3)
     assert m["val/format_penalty_rate"] == pytest.approx(2 / 3)  # one turn each, two of them penalised
+    assert m["val/truncated_rate"] == pytest.approx(1 / 3)  # the frozenlake turn was cut
