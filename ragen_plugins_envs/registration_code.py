@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CODE_ENVS", "CODE_ENV_VARIANTS", "register_code_envs"]
+from ragen_core.registry import RolloutHints
+
+__all__ = ["CODE_ENVS", "CODE_ENV_HINTS", "CODE_ENV_VARIANTS", "register_code_envs"]
 
 #: name -> (entry point, config class, description)
 CODE_ENVS: dict[str, tuple[str, str, str]] = {
@@ -33,9 +35,16 @@ CODE_ENV_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
 }
 
 
+#: env name -> how its rollouts are shaped: one program in one turn (``max_attempts`` is 1); the answer room for a
+#: function of a few dozen lines, the reasoning a short plan
+CODE_ENV_HINTS: dict[str, RolloutHints] = {
+    "deepcoder": RolloutHints(max_turn=1, max_actions_per_turn=1, answer_tokens=448, think_tokens=64),
+}
+
+
 def register_code_envs(registry: Any) -> None:
     """Register ``deepcoder`` and its variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in CODE_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description)
+        registry.register(name, entry_point, config=config, description=description, hints=CODE_ENV_HINTS[name])
     for name, (env, params, description) in CODE_ENV_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)

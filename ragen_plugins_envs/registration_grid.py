@@ -20,10 +20,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ragen_core.registry import RolloutHints
+
 if TYPE_CHECKING:
     from ragen_core.registry import EnvRegistry
 
-__all__ = ["GRID_VARIANTS", "register_grid_envs"]
+__all__ = ["GRID_HINTS", "GRID_VARIANTS", "register_grid_envs"]
+
+#: env or variant name -> how its rollouts are shaped (a variant's over its env's): the 10 actions of a trajectory
+#: as 5 turns of up to 2 moves (RAGEN's setting), 10 turns for the 20 actions of the 8x8 room; an answer is two move
+#: names (``Right || Down </answer>``), its reasoning a sentence
+GRID_HINTS: dict[str, RolloutHints] = {
+    "sokoban": RolloutHints(max_turn=5, max_actions_per_turn=2, answer_tokens=16, think_tokens=32),
+    "sokoban_8x8_2box": RolloutHints(max_turn=10),
+    "frozenlake": RolloutHints(max_turn=5, max_actions_per_turn=2, answer_tokens=16, think_tokens=32),
+}
 
 #: variant name -> (base env, params, description)
 GRID_VARIANTS: dict[str, tuple[str, dict[str, object], str]] = {
@@ -66,10 +77,12 @@ def register_grid_envs(registry: EnvRegistry) -> None:
     registry.register(
         "sokoban", "ragen_plugins_envs.sokoban:SokobanEnv",
         description="Sokoban: push every box onto a target; procedurally generated 6x6 room with 1 box (RAGEN)",
+        hints=GRID_HINTS["sokoban"],
     )
     registry.register(
         "frozenlake", "ragen_plugins_envs.frozenlake:FrozenLakeEnv",
         description="FrozenLake: reach the goal without falling into a hole; random 4x4 map, slippery (RAGEN)",
+        hints=GRID_HINTS["frozenlake"],
     )
     for name, (env, params, description) in GRID_VARIANTS.items():
-        registry.register_variant(name, env=env, params=params, description=description)
+        registry.register_variant(name, env=env, params=params, description=description, hints=GRID_HINTS.get(name))

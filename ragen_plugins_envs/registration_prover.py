@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PROVER_ENVS", "PROVER_VARIANTS", "register_prover_envs"]
+from ragen_core.registry import RolloutHints
+
+__all__ = ["PROVER_ENVS", "PROVER_HINTS", "PROVER_VARIANTS", "register_prover_envs"]
 
 #: name -> (entry point, config class, description)
 PROVER_ENVS: dict[str, tuple[str, str, str]] = {
@@ -42,9 +44,17 @@ PROVER_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
 }
 
 
+#: env name -> how its rollouts are shaped: the 20 steps of an episode as 10 turns of up to 2 tactics; an answer is
+#: two tactics, its reasoning a few sentences about the goal
+PROVER_HINTS: dict[str, RolloutHints] = {
+    "lean": RolloutHints(max_turn=10, max_actions_per_turn=2, answer_tokens=64, think_tokens=64),
+    "coq": RolloutHints(max_turn=10, max_actions_per_turn=2, answer_tokens=64, think_tokens=64),
+}
+
+
 def register_prover_envs(registry: Any) -> None:
     """Register ``lean``, ``coq`` and their variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in PROVER_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description)
+        registry.register(name, entry_point, config=config, description=description, hints=PROVER_HINTS[name])
     for name, (env, params, description) in PROVER_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SEARCH_ENVS", "SEARCH_ENV_VARIANTS", "add_search_commands", "register_search_envs"]
+from ragen_core.registry import RolloutHints
+
+__all__ = ["SEARCH_ENVS", "SEARCH_ENV_HINTS", "SEARCH_ENV_VARIANTS", "add_search_commands", "register_search_envs"]
 
 #: name -> (entry point, config class, description)
 SEARCH_ENVS: dict[str, tuple[str, str, str]] = {
@@ -36,10 +38,18 @@ SEARCH_ENV_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
 }
 
 
+#: env name -> how its rollouts are shaped: one action a turn (a search needs its results before the next step),
+#: the 10 steps of an episode as 10 turns; an answer is a search query or a short answer
+SEARCH_ENV_HINTS: dict[str, RolloutHints] = {
+    "searchqa": RolloutHints(max_turn=10, max_actions_per_turn=1, answer_tokens=48, think_tokens=48),
+}
+
+
 def register_search_envs(registry: Any) -> None:
     """Register ``searchqa`` and its variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in SEARCH_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description)
+        registry.register(name, entry_point, config=config, description=description,
+                          hints=SEARCH_ENV_HINTS[name])
     for name, (env, params, description) in SEARCH_ENV_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)
 

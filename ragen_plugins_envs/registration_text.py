@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TEXT_ENVS", "TEXT_ENV_VARIANTS", "register_text_envs"]
+from ragen_core.registry import RolloutHints
+
+__all__ = ["TEXT_ENVS", "TEXT_ENV_HINTS", "TEXT_ENV_VARIANTS", "register_text_envs"]
 
 #: name -> (entry point, config class, description)
 TEXT_ENVS: dict[str, tuple[str, str, str]] = {
@@ -55,9 +57,25 @@ TEXT_ENV_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
 }
 
 
+#: env or variant name -> how its rollouts are shaped (a variant's over its env's). Bandit: one pull, one turn;
+#: Countdown: one expression; MetaMathQA: one answer (RAGEN runs both single-turn); the answers are an arm name, an
+#: expression, a number or fraction, the math reasoning longer than the others. Sudoku: 4x4 needs about 10
+#: placements (5 turns of 2), 9x9 about 40 (10 turns of 4), each placement ~10 tokens.
+TEXT_ENV_HINTS: dict[str, RolloutHints] = {
+    "bandit": RolloutHints(max_turn=1, max_actions_per_turn=1, answer_tokens=16, think_tokens=32),
+    "countdown": RolloutHints(max_turn=1, max_actions_per_turn=1, answer_tokens=32, think_tokens=32),
+    "metamathqa": RolloutHints(max_turn=1, max_actions_per_turn=1, answer_tokens=32, think_tokens=64),
+    "sudoku": RolloutHints(max_turn=5, max_actions_per_turn=2, answer_tokens=32, think_tokens=32),
+    "sudoku_9x9_easy": RolloutHints(max_turn=10, max_actions_per_turn=4, answer_tokens=64, think_tokens=64),
+    "sudoku_9x9_medium": RolloutHints(max_turn=10, max_actions_per_turn=4, answer_tokens=64, think_tokens=64),
+    "sudoku_9x9_hard": RolloutHints(max_turn=10, max_actions_per_turn=4, answer_tokens=64, think_tokens=64),
+}
+
+
 def register_text_envs(registry: Any) -> None:
     """Register the four text-task envs and their variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in TEXT_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description)
+        registry.register(name, entry_point, config=config, description=description, hints=TEXT_ENV_HINTS[name])
     for name, (env, params, description) in TEXT_ENV_VARIANTS.items():
-        registry.register_variant(name, env=env, params=dict(params), description=description)
+        registry.register_variant(name, env=env, params=dict(params), description=description,
+                                  hints=TEXT_ENV_HINTS.get(name))

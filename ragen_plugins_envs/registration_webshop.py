@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["WEBSHOP_ENVS", "WEBSHOP_ENV_VARIANTS", "register_webshop_envs"]
+from ragen_core.registry import RolloutHints
+
+__all__ = ["WEBSHOP_ENVS", "WEBSHOP_ENV_HINTS", "WEBSHOP_ENV_VARIANTS", "register_webshop_envs"]
 
 #: name -> (entry point, config class, description)
 WEBSHOP_ENVS: dict[str, tuple[str, str, str]] = {
@@ -31,9 +33,17 @@ WEBSHOP_ENV_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
 }
 
 
+#: env name -> how its rollouts are shaped: one action a turn (each page lists the next actions), RAGEN's 9 actions
+#: as 9 turns; an answer is a search query or a click on a product or option
+WEBSHOP_ENV_HINTS: dict[str, RolloutHints] = {
+    "webshop": RolloutHints(max_turn=9, max_actions_per_turn=1, answer_tokens=48, think_tokens=48),
+}
+
+
 def register_webshop_envs(registry: Any) -> None:
     """Register ``webshop`` and its variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in WEBSHOP_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description)
+        registry.register(name, entry_point, config=config, description=description,
+                          hints=WEBSHOP_ENV_HINTS[name])
     for name, (env, params, description) in WEBSHOP_ENV_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)
