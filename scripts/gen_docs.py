@@ -285,7 +285,7 @@ def option_rows(cls: type, defaults: dict[str, Any] | None = None,
     attrs.resolve_types(cls)
     rows = []
     for f in attrs.fields(cls):
-        if not f.init:
+        if not f.init or f.metadata.get("ragen_internal"):  # bookkeeping, not a config key
             continue
         key = f.alias or f.name
         if defaults is not None and key in defaults:
@@ -364,7 +364,8 @@ KINDS: dict[str, tuple[str, str, str]] = {
 }
 KIND_ORDER = ["filters", "estimators", "diagnostics", "trainers", "sinks", "policies"]
 
-_STANDARD_DESCRIBE = {"name", "kind", "entry_point", "description", "plugin", "config", "preset"}
+_STANDARD_DESCRIBE = {"name", "kind", "entry_point", "description", "plugin", "config", "preset",
+                      "hints"}  # an env's hints: in the env catalogue
 
 
 def _spec_facts(spec: Any) -> list[str]:
@@ -395,9 +396,23 @@ def render_config() -> str:
         "2. for `ragen train` (and `ragen eval` without `--model`) without a config file, the selected trainer's "
         "embedded preset (see [Trainer presets](#trainer-presets)); `ragen eval --model RUN_DIR` starts from that "
         "run's `config.yaml`;",
-        "3. the YAML file given on the command line (`ragen train my.yaml`);",
-        "4. dotted `key=value` overrides, typed as YAML (`rollout.group_size=8`, `filter=top_p`, "
+        "3. the **rollout hints** of the envs the config runs (training and validation), for the keys the user's "
+        "file and overrides do not set: `rollout.max_turn`, `rollout.max_actions_per_turn`, `rollout.think`, and "
+        "`rollout.max_new_tokens` = the env's answer tokens plus, when the run thinks, its reasoning tokens; "
+        "several envs get the values that fit all of them (the most turns, actions and tokens any asks for). Each "
+        "env's hints are in the [env catalogue](envs.md); a plugin's env declares its own "
+        "([how](plugins.md#rollout-hints)). Likewise a config that sets no `run.name` is named after the model and "
+        "envs (`tiny-bandit`; two or three envs joined by `-`, `multi` beyond; just the envs without a `model`);",
+        "4. the YAML file given on the command line (`ragen train my.yaml`);",
+        "5. dotted `key=value` overrides, typed as YAML (`rollout.group_size=8`, `filter=top_p`, "
         "`\"envs=[{name: sokoban, groups: 6}, {name: bandit, groups: 2}]\"`).",
+        "",
+        "The defaults and a preset are only what to use when nothing else says: an env's hints replace them, so "
+        "`ragen train env=bandit` runs Bandit's shape (one turn, one action) under Bandit's name whatever the "
+        "preset was written for. What the user's file or command line sets is never replaced, even when it equals "
+        "a default. A run directory's `config.yaml` holds every key, so `--resume` and `ragen eval --model "
+        "RUN_DIR` keep the run's shape. `ragen config show` prints, as comments, each key filled in from hints "
+        "and where it came from.",
         "",
         "Unknown keys, wrong types and values out of range fail before anything runs, naming the full key and the "
         "nearest valid one. `ragen config show [CONFIG] [key=value ...]` prints the resolved config with every "
@@ -455,15 +470,20 @@ def render_config() -> str:
                     "Env variants declared in the config file, usable wherever an env name is (like the built-in "
                     "variants of the [env catalogue](envs.md)):", "",
                     *fenced("variants:\n  sokoban_big:\n    env: sokoban            # an env or another variant\n"
-                            "    params: {dim_room: [10, 10], num_boxes: 3}\n"
+                            "    params: {dim_room: [10, 10], num_boxes: 3, max_actions_per_traj: 30}\n"
                             "    instruction: null       # replaces the env's instruction in the prompt when set\n"
-                            "    description: a bigger room\nenv: sokoban_big", "yaml"), "",
+                            "    description: a bigger room\n"
+                            "    hints: {max_turn: 15}   # rollout hints over sokoban's\nenv: sokoban_big", "yaml"),
+                    "",
                     "| key | type | default | description |", "|---|---|---|---|",
                     "| `env` | `str` | `required` | the env or variant it derives from |",
                     "| `params` | `dict[str, any]` | `{}` | options merged over the base's, validated by the env's "
                     "options class |",
                     "| `instruction` | `str \\| null` | `null` | replaces the env's instruction in the system prompt |",
-                    "| `description` | `str` | `''` | one line shown by `ragen envs` |", ""]
+                    "| `description` | `str` | `''` | one line shown by `ragen envs` |",
+                    "| `hints` | `dict[str, any] \\| null` | `null` | rollout hints over the base's, key by key: "
+                    "`max_turn`, `max_actions_per_turn`, `answer_tokens`, `think_tokens`, `think` "
+                    "([what they do](#top-level)) |", ""]
 
     # components
     for kind in kinds:
@@ -699,14 +719,39 @@ class Prompt:
     legend: dict[str, str]
 
 
+def rollout_for(registries: Any, name: str) -> Any:
+    """The rollout section of a config that only says ``env: NAME``: the defaults, shaped by the env's hints."""
+    from ragen_core.config import apply_env_hints, load_config
+
+    return apply_env_hints(load_config(None, [f"env={name}"]), registries).rollout
+
+
+def hints_line(registries: Any, name: str) -> str:
+    """One sentence on the rollout shape env ``name`` declares (its hints)."""
+    h = registries.envs.hints(name)
+    if not h.given():
+        return "declares no rollout hints (the `rollout` defaults apply)"
+    parts = []
+    if h.max_turn is not None:
+        parts.append(f"up to {h.max_turn} turn{'s' if h.max_turn != 1 else ''}")
+    if h.max_actions_per_turn is not None:
+        parts.append(f"{h.max_actions_per_turn} action{'s' if h.max_actions_per_turn != 1 else ''} per turn")
+    if h.answer_tokens is not None:
+        parts.append(f"`max_new_tokens` {h.max_new_tokens(True)} with thinking ({h.answer_tokens} answer + "
+                     f"{h.max_new_tokens(True) - h.answer_tokens} reasoning), {h.max_new_tokens(False)} without")
+    if h.think is not None:
+        parts.append(f"`think: {str(h.think).lower()}`")
+    return ", ".join(parts)
+
+
 def first_prompt(registries: Any, name: str, options: dict[str, Any] | None = None) -> Prompt:
-    """The first prompt of env ``name`` at seed 0, with the default rollout settings, as the model sees it (text that
-    depends on the machine replaced as :data:`MACHINE_TEXT` says)."""
+    """The first prompt of env ``name`` at seed 0, with the rollout settings ``env: NAME`` alone gets (the defaults
+    shaped by the env's hints, :func:`rollout_for`), as the model sees it (text that depends on the machine
+    replaced as :data:`MACHINE_TEXT` says)."""
     from ragen_core.chat import ChatCodec, TextTokenizer, system_message, user_message
-    from ragen_core.config import RolloutConfig
     from ragen_core.errors import RagenError
 
-    rc = RolloutConfig()
+    rc = rollout_for(registries, name)
     try:
         env = registries.envs.make(name, options or {})
         try:
@@ -770,8 +815,15 @@ def render_envs() -> str:
         "env's action budget (`max_actions_per_traj` below) is spent. Success is the env's `success` at "
         "termination (not truncation); `pass@k` is any success in a group.",
         "",
-        f"The examples below use seed 0 and the default rollout settings (`max_actions_per_turn={rc.max_actions_per_turn}`, "
-        f"`max_new_tokens={rc.max_new_tokens}`, `think={str(rc.think).lower()}`), rendered with a ChatML template "
+        "**Rollout shape.** Each env declares how its rollouts are shaped (its *rollout hints*, given at "
+        "registration): how many turns a trajectory needs, how many actions one answer may hold, and how many "
+        "tokens its answers and their reasoning take. A config that does not set `rollout.max_turn`, "
+        "`rollout.max_actions_per_turn`, `rollout.max_new_tokens` or `rollout.think` itself gets the env's values "
+        "(a mix of envs: the values that fit all); the precedence is in the "
+        "[configuration reference](config.md). Each env below lists its hints.",
+        "",
+        f"The examples below use seed 0 and the rollout settings `env: NAME` alone gets (the defaults shaped by the "
+        f"env's hints; `think={str(rc.think).lower()}`), rendered with a ChatML template "
         "(`<|im_start|>role … <|im_end|>`), the template of the built-in `tiny` model, Qwen and SmolLM2.",
         "",
         "## All envs and variants",
@@ -801,6 +853,7 @@ def render_envs() -> str:
         names = ", ".join(f"`{n}`" for n in prompt.action_names) if prompt.action_names else "free-form text"
         out += [f"- **Valid actions at seed 0.** {names}; at most {prompt.max_actions} action(s) per trajectory "
                 "(`max_actions_per_traj`).",
+                f"- **Rollout shape.** {hints_line(registries, spec.name)}.",
                 f"- **Code.** `{spec.entry_point}` (plugin `{spec.plugin}`)"
                 + (f"; the full rules are in the docstring of `{guide['module']}`." if guide else "."), "",
                 f"Default options ([reference](config.md#{anchor('env', spec.name)})):", "",
@@ -827,6 +880,8 @@ def render_envs() -> str:
             if vprompt.action_names != prompt.action_names or vprompt.max_actions != prompt.max_actions:
                 out += [f"Valid actions at seed 0: {vnames}; at most {vprompt.max_actions} action(s) per "
                         "trajectory.", ""]
+            if envs.hints(v.name) != envs.hints(spec.name):
+                out += [f"Rollout shape: {hints_line(registries, v.name)}.", ""]
             if vprompt.system == prompt.system:
                 out += [f"First user message (seed 0{', ' + vwhy if vwhy else ''}; the system message is "
                         f"`{spec.name}`'s):", "", *fenced(vprompt.user), ""]
