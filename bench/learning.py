@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import random
 import subprocess
 import sys
@@ -54,14 +55,25 @@ def main(argv: list[str] | None = None) -> int:
                      "gain_points": 100 * (last["val/success"] - first["val/success"]), "minutes": minutes,
                      "steps": last["step"], "per_variant": {k: (first.get(k), last[k]) for k in variants},
                      "format_penalty_rate": (first.get("val/format_penalty_rate"), last.get("val/format_penalty_rate")),
+                     "truncated_rate": (first.get("val/truncated_rate"), last.get("val/truncated_rate")),
                      "train_success_last": lines[-1].get("train/success"), "baselines": baselines(run_dir)})
-    print(f"{'seed':>4} {'val success @0':>15} {'@end':>8} {'gain (points)':>14} {'format pen. @0':>15} {'@end':>6} "
-          f"{'steps':>6} {'minutes':>8}")
+    load = os.getloadavg()
+    print(f"{'seed':>4} {'val success @0':>15} {'@end':>8} {'random':>7} {'oracle':>7} {'gain vs @0':>11} "
+          f"{'vs random':>10} {'format pen. @0':>15} {'@end':>6} {'truncated @0':>13} {'@end':>6} {'steps':>6} "
+          f"{'minutes':>8}")
     for r in rows:
         f0, f1 = (f"{x:.3f}" if x is not None else "-" for x in r["format_penalty_rate"])
-        print(f"{r['seed']:>4} {r['start']:>15.3f} {r['end']:>8.3f} {r['gain_points']:>14.1f} {f0:>15} {f1:>6} "
+        t0, t1 = (f"{x:.3f}" if x is not None else "-" for x in r["truncated_rate"])
+        b = r["baselines"]
+        r["gain_vs_random_points"] = 100 * (r["end"] - b["random"])
+        oracle = f"{b['oracle']:.3f}" if "oracle" in b else "-"
+        print(f"{r['seed']:>4} {r['start']:>15.3f} {r['end']:>8.3f} {b['random']:>7.3f} {oracle:>7} "
+              f"{r['gain_points']:>11.1f} {r['gain_vs_random_points']:>10.1f} {f0:>15} {f1:>6} {t0:>13} {t1:>6} "
               f"{r['steps']:>6} {r['minutes']:>8.1f}")
     print_baselines(rows[-1]["baselines"])
+    met = all(min(r["gain_points"], r["gain_vs_random_points"]) >= 20 and r["minutes"] <= 10 for r in rows)
+    print(f"target (>= 20 points above step 0 and above random, <= 10 minutes, every seed): "
+          f"{'met' if met else 'NOT met'}; load average at the end {load[0]:.2f} (1 min), {load[1]:.2f} (5 min)")
     out = Path(args.out) / "learning.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
@@ -74,9 +86,10 @@ class _Scripted:
     turn), ``random_max`` (always ``most``) or ``oracle`` (up to ``most`` of the env's optimal moves, planned on a
     copy of the env)."""
 
-    def __init__(self, episodes: list, kind: str, most: int, sep: str, seed: int) -> None:
+    def __init__(self, episodes: list, kind: str, most: int, sep: str, seed: int, think: bool = True) -> None:
         from ragen_core.chat import TextTokenizer
 
+        self.think = think
         self.envs = {ep.episode_id: ep.env for ep in episodes}
         self.kind, self.most, self.sep, self.rng = kind, most, sep, random.Random(seed)
         self.tokenizer = TextTokenizer()
@@ -100,7 +113,9 @@ class _Scripted:
         out = []
         for req in requests:
             answer = f" {self.sep} ".join(self._actions(self.envs[req.episode_id]))
-            ids = tuple(self.tokenizer.encode(f"I will act.</think><answer>{answer}</answer>"))
+            # the prompt already ends with the opening tag: <think> (then reasoning, </think><answer>) or <answer>
+            text = f"I will act.</think><answer>{answer}</answer>" if self.think else f" {answer} </answer>"
+            ids = tuple(self.tokenizer.encode(text))
             out.append(GenerationResult(token_ids=ids, logprobs=(0.0,) * len(ids), mean_entropy=0.0))
         return out
 
@@ -127,7 +142,7 @@ def baselines(run_dir: Path, seed: int = 0, most: int | None = None, repeats: in
         for rep in range(repeats if kind != "oracle" else 1):
             episodes = make_episodes(registries.envs, resolved.val_env_plan, seeds=seeds, group_size=r.val_group_size,
                                      config=r, codec=ChatCodec(TextTokenizer(), think=r.think))
-            policy = _Scripted(episodes, kind, most or r.max_actions_per_turn, r.action_sep, seed + rep)
+            policy = _Scripted(episodes, kind, most or r.max_actions_per_turn, r.action_sep, seed + rep, r.think)
             total += rollout_metrics(run_lockstep(episodes, policy), "val").get("val/success", 0.0)
         out[kind] = total / (repeats if kind != "oracle" else 1)
     return out
