@@ -31,7 +31,6 @@ from ragen_core.errors import ConfigError, RagenError
 from ragen_core.registry import RolloutHints, suggest
 
 __all__ = [
-    "HINTED_KEYS",
     "Component",
     "EnvChoice",
     "PluginsConfig",
@@ -42,7 +41,6 @@ __all__ = [
     "apply_env_hints",
     "apply_overrides",
     "derived_run_name",
-    "env_names",
     "explicit_keys",
     "load_config",
     "parse_override",
@@ -410,10 +408,8 @@ class RagenConfig:
 
     def is_explicit(self, key: str) -> bool:
         """Whether dotted ``key`` (``rollout.max_turn``) was set by the user, not taken from a default or preset."""
-        if self.explicit is None:
-            return True
         parts = key.split(".")
-        return any(".".join(parts[:i]) in self.explicit for i in range(1, len(parts) + 1))
+        return self.explicit is None or any(".".join(parts[:i]) in self.explicit for i in range(1, len(parts) + 1))
 
     @classmethod
     def __ragen_structure__(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -592,26 +588,21 @@ def _merge(base: Any, new: Any) -> Any:
     return new
 
 
-def _dotted_keys(data: Any, prefix: str = "") -> set[str]:
-    """The dotted keys of the values a (nested) mapping sets: ``{rollout: {max_turn: 3}}`` -> ``{rollout.max_turn}``
-    (a list or scalar is one value; an empty mapping sets nothing)."""
+def _leaves(data: Any, prefix: str) -> set[str]:
+    """The dotted keys of the values a (nested) mapping sets: ``{rollout: {max_turn: 3}}`` -> ``{rollout.max_turn}``."""
     if not isinstance(data, dict):
-        return {prefix} if prefix else set()
-    out: set[str] = set()
-    for key, value in data.items():
-        out |= _dotted_keys(value, _join(prefix, key))
-    return out
+        return {prefix}
+    return set().union(*(_leaves(value, _join(prefix, key)) for key, value in data.items()))
 
 
 def explicit_keys(path: str | Path | None = None, overrides: list[str] | None = None) -> frozenset[str]:
     """The dotted keys the user sets: those of the YAML file ``path`` and of the ``key=value`` overrides (a
     mapping value counts for every key under it). A trainer's preset is not the user's: its keys are defaults."""
-    keys = _dotted_keys(_normalise(_read_yaml(path))) if path is not None else set()
+    keys = _leaves(_normalise(_read_yaml(path)), "") if path is not None else set()
     for text in overrides or []:
-        parts, value = parse_override(text)
-        if parts[0] == "env":  # env=NAME / env.options.x=1: the one entry of envs
-            parts = ["envs", *(["0"] if len(parts) > 1 else []), *parts[1:]]
-        keys |= _dotted_keys(value, ".".join(parts))
+        parts, value = parse_override(text)  # env=NAME / env.options.x=1: the one entry of envs
+        parts = ["envs", *(["0"] if len(parts) > 1 else []), *parts[1:]] if parts[0] == "env" else parts
+        keys |= _leaves(value, ".".join(parts))
     return frozenset(keys)
 
 
@@ -684,56 +675,21 @@ def plan_env_groups(choices: list[EnvChoice], total: int, path: str) -> list[tup
     return plan
 
 
-#: the rollout keys an env's :class:`~ragen_core.registry.RolloutHints` can fill in
-HINTED_KEYS = ("max_turn", "max_actions_per_turn", "max_new_tokens", "think")
-
-
-def env_names(config: RagenConfig) -> list[str]:
-    """The distinct env and variant names a config runs, training envs first, in order."""
-    names: list[str] = []
-    for choice in [*config.envs, *(config.val_envs or [])]:
-        if choice.name not in names:
-            names.append(choice.name)
-    return names
-
-
 def apply_env_hints(config: RagenConfig, registries: Any, derived: dict[str, str] | None = None) -> RagenConfig:
     """``config`` with the rollout keys it does not set explicitly (:meth:`RagenConfig.is_explicit`) taken from the
     rollout hints of the envs it runs, training and validation (one set fitting all of them:
     :meth:`~ragen_core.registry.RolloutHints.fitting_all`): ``max_turn``, ``max_actions_per_turn``, ``think``, and
     ``max_new_tokens`` = the answer tokens plus, when the run thinks, the reasoning tokens. ``derived`` receives each
     key filled in, with the envs it came from. Returns a new config when anything changed."""
-    per_env = []
-    for name in env_names(config):
-        try:
-            per_env.append((name, registries.envs.hints(name)))
-        except ConfigError:
-            raise
-        except RagenError as exc:
-            raise ConfigError(f"env {name!r}: {exc.message}", hint=exc.hint) from None
-    hints = RolloutHints.fitting_all([h for _n, h in per_env])
-
-    def source(*fields: str) -> str:
-        return "hints of " + ", ".join(n for n, h in per_env if any(f in h.given() for f in fields))
-
-    changes: dict[str, Any] = {}
-    for key in ("max_turn", "max_actions_per_turn", "think"):
-        value = getattr(hints, key)
-        if value is not None and not config.is_explicit(f"rollout.{key}"):
-            changes[key] = value
-            if derived is not None:
-                derived[f"rollout.{key}"] = source(key)
-    think = changes.get("think", config.rollout.think)
-    budget = hints.max_new_tokens(think)
-    if budget is not None and not config.is_explicit("rollout.max_new_tokens"):
-        changes["max_new_tokens"] = budget
-        if derived is not None:
-            derived["rollout.max_new_tokens"] = (
-                f"{source('answer_tokens')}: {hints.answer_tokens} answer tokens"
-                + (f" + {hints.think_tokens} reasoning tokens" if think else " (think off)"))
-    if not changes:
-        return config
-    return attrs.evolve(config, rollout=attrs.evolve(config.rollout, **changes))
+    names = list(dict.fromkeys(c.name for c in [*config.envs, *(config.val_envs or [])]))
+    hints = RolloutHints.fitting_all([registries.envs.hints(name) for name in names])
+    values = {key: getattr(hints, key) for key in ("max_turn", "max_actions_per_turn", "think")}
+    hinted_think = values["think"] is not None and not config.is_explicit("rollout.think")
+    values["max_new_tokens"] = hints.max_new_tokens(values["think"] if hinted_think else config.rollout.think)
+    changes = {k: v for k, v in values.items() if v is not None and not config.is_explicit(f"rollout.{k}")}
+    if derived is not None:
+        derived.update({f"rollout.{key}": f"hints of {', '.join(names)}" for key in changes})
+    return attrs.evolve(config, rollout=attrs.evolve(config.rollout, **changes)) if changes else config
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -743,18 +699,11 @@ def derived_run_name(config: RagenConfig, trainer: Any = None) -> str:
     """The run name of a config that sets none: ``<model>-<env>`` (``tiny-bandit``), the envs joined by ``-`` when
     there are two or three, ``multi`` beyond; without a ``model`` option just the envs. Always one safe path
     component (letters, digits, ``_ . -``)."""
-    model = getattr(trainer, "model", None) if trainer is not None else None
-    if not isinstance(model, str):
-        model = config.trainer.options.get("model")
-    names = [c.name for c in config.envs]
-    names = list(dict.fromkeys(names))
-    envs = "-".join(names) if len(names) <= 3 else "multi"
-    parts = []
-    if isinstance(model, str) and model.strip():
-        parts.append(model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1])
-    parts.append(envs)
-    name = _UNSAFE.sub("_", "-".join(parts)).strip("._-")[:80].rstrip("._-")
-    return name or "ragen"
+    model = getattr(trainer, "model", None) or config.trainer.options.get("model")
+    names = list(dict.fromkeys(c.name for c in config.envs))
+    parts = [str(model).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]] if model else []
+    name = "-".join([*parts, "-".join(names) if len(names) <= 3 else "multi"])
+    return _UNSAFE.sub("_", name).strip("._-")[:80].rstrip("._-") or "ragen"
 
 
 def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, strict: bool = True) -> ResolvedConfig:
@@ -780,9 +729,9 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
         description = spec.pop("description", "")
         params = spec.pop("params", {})
         try:
-            hints = RolloutHints.of(spec.pop("hints", None), what=f"variants.{name}.hints")
-        except RagenError as exc:
-            raise ConfigError(exc.message, hint=exc.hint) from None
+            hints = RolloutHints(**(spec.pop("hints", None) or {}))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"variants.{name}.hints: {exc}") from None
         if spec:
             key = next(iter(spec))
             close = suggest(key, ["env", "params", "instruction", "description", "hints"])

@@ -76,20 +76,9 @@ def suggest(name: str, known: list[str] | tuple[str, ...]) -> str | None:
     return lowered[close[0]] if close else None
 
 
-def _optional_positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"'{attribute.name}' must be a positive integer or None: {value!r}")
-
-
-def _optional_bool(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise ValueError(f"'{attribute.name}' must be true, false or None: {value!r}")
-
-
 #: the reasoning allowance of an env whose hints give ``answer_tokens`` but no ``think_tokens``
 DEFAULT_THINK_TOKENS = 32
+_POSITIVE = attrs.validators.optional([attrs.validators.instance_of(int), attrs.validators.ge(1)])
 
 
 @attrs.frozen(kw_only=True)
@@ -111,58 +100,39 @@ class RolloutHints:
     :ivar think: whether the env wants ``<think>`` reasoning before the answer (``rollout.think``).
     """
 
-    max_turn: int | None = attrs.field(default=None, validator=_optional_positive)
-    max_actions_per_turn: int | None = attrs.field(default=None, validator=_optional_positive)
-    answer_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
-    think_tokens: int | None = attrs.field(default=None, validator=_optional_positive)
-    think: bool | None = attrs.field(default=None, validator=_optional_bool)
-
-    @classmethod
-    def of(cls, value: Any, *, what: str = "hints") -> RolloutHints | None:
-        """``value`` as hints: a :class:`RolloutHints`, a mapping of its fields, or None."""
-        if value is None or isinstance(value, RolloutHints):
-            return value
-        if isinstance(value, Mapping):
-            unknown = sorted(set(value) - {f.name for f in attrs.fields(cls)})
-            if unknown:
-                known = ", ".join(f.name for f in attrs.fields(cls))
-                raise PluginError(f"{what}: unknown rollout hint {unknown[0]!r}", hint=f"hints are {known}")
-            try:
-                return cls(**dict(value))
-            except (TypeError, ValueError) as exc:
-                raise PluginError(f"{what}: {exc}") from None
-        raise PluginError(f"{what}: expected RolloutHints or a mapping, got {type(value).__name__} {value!r}")
+    max_turn: int | None = attrs.field(default=None, validator=_POSITIVE)
+    max_actions_per_turn: int | None = attrs.field(default=None, validator=_POSITIVE)
+    answer_tokens: int | None = attrs.field(default=None, validator=_POSITIVE)
+    think_tokens: int | None = attrs.field(default=None, validator=_POSITIVE)
+    think: bool | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.instance_of(bool)))
 
     def given(self) -> dict[str, Any]:
         """The fields that are set (not None), by name."""
-        return {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if getattr(self, f.name) is not None}
+        return {k: v for k, v in attrs.asdict(self).items() if v is not None}
 
     def max_new_tokens(self, think: bool) -> int | None:
-        """The per-turn token budget these hints ask for: ``answer_tokens``, plus the reasoning allowance when
-        ``think``; None without ``answer_tokens``."""
+        """The per-turn token budget: ``answer_tokens``, plus the reasoning's when ``think``; None without
+        ``answer_tokens``."""
         if self.answer_tokens is None:
             return None
-        reasoning = self.think_tokens if self.think_tokens is not None else DEFAULT_THINK_TOKENS
-        return self.answer_tokens + (reasoning if think else 0)
-
-    def over(self, base: RolloutHints | None) -> RolloutHints:
-        """These hints with ``base``'s filling the fields left None (a variant's hints over its env's)."""
-        return attrs.evolve(base, **self.given()) if base is not None else self
+        return self.answer_tokens + ((self.think_tokens or DEFAULT_THINK_TOKENS) if think else 0)
 
     @classmethod
     def fitting_all(cls, hints: list[RolloutHints]) -> RolloutHints:
         """One set of hints that fits every env of a mix: the most turns, actions per turn, answer tokens and
         reasoning tokens any of them asks for; ``think`` only when all that state it agree."""
-        def most(name: str) -> int | None:
-            values = [getattr(h, name) for h in hints if getattr(h, name) is not None]
-            return max(values) if values else None
+        def most(key: str) -> int | None:
+            return max((getattr(h, key) for h in hints if getattr(h, key) is not None), default=None)
 
-        thinks = {h.think for h in hints if h.think is not None}
-        answers = [h for h in hints if h.answer_tokens is not None]
-        reasoning = max((h.think_tokens or DEFAULT_THINK_TOKENS for h in answers), default=None)
+        thinks = {h.think for h in hints} - {None}
         return cls(max_turn=most("max_turn"), max_actions_per_turn=most("max_actions_per_turn"),
-                   answer_tokens=most("answer_tokens"), think_tokens=reasoning,
-                   think=thinks.pop() if len(thinks) == 1 else None)
+                   answer_tokens=most("answer_tokens"), think=thinks.pop() if len(thinks) == 1 else None,
+                   think_tokens=max((h.think_tokens or DEFAULT_THINK_TOKENS for h in hints if h.answer_tokens),
+                                    default=None))
+
+
+def _to_hints(value: Any) -> RolloutHints | None:
+    return RolloutHints(**value) if isinstance(value, Mapping) else value
 
 
 @attrs.frozen(kw_only=True)
@@ -240,10 +210,6 @@ def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
 
 
-def _to_hints(value: Any) -> RolloutHints | None:
-    return RolloutHints.of(value, what="env hints")
-
-
 @attrs.frozen(kw_only=True)
 class EnvSpec(ComponentSpec):
     """An environment class (a :class:`ragen_core.env.TextEnv` or any gymnasium env of the text contract).
@@ -257,14 +223,7 @@ class EnvSpec(ComponentSpec):
 
     def rollout_hints(self) -> RolloutHints:
         """The registration's hints, else the env class's ``rollout_hints`` (loads the class), else none."""
-        if self.hints is not None:
-            return self.hints
-        found = getattr(self.load(), "rollout_hints", None)
-        return RolloutHints.of(found, what=f"rollout_hints of env {self.name!r} (plugin {self.plugin or '?'})") \
-            or RolloutHints()
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "hints": self.hints.given() if self.hints is not None else None}
+        return self.hints or _to_hints(getattr(self.load(), "rollout_hints", None)) or RolloutHints()
 
 
 @attrs.frozen(kw_only=True)
@@ -290,8 +249,7 @@ class EnvVariant:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "env": self.env, "params": dict(self.params),
-                "instruction": self.instruction, "description": self.description, "plugin": self.plugin,
-                "hints": self.hints.given() if self.hints is not None else None}
+                "instruction": self.instruction, "description": self.description, "plugin": self.plugin}
 
 
 @attrs.frozen(kw_only=True)
@@ -412,11 +370,8 @@ class Registry(Generic[S]):
         fields.setdefault("plugin", self._owner)
         try:
             spec = self.spec_cls(name=name, entry_point=entry_point, **fields)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise PluginError(f"plugin {self._owner or '?'} registered {self.kind} {name!r} with bad fields: {exc}") from exc
-        except PluginError as exc:  # a field's converter refused its value (e.g. an env's hints)
-            raise PluginError(f"plugin {self._owner or '?'} registered {self.kind} {name!r}: {exc.message}",
-                              hint=exc.hint) from None
         self._add(spec)
         return spec
 
@@ -491,9 +446,8 @@ class EnvRegistry(Registry[EnvSpec]):
         try:
             variant = EnvVariant(name=name, env=env, params=dict(params or {}), instruction=instruction,
                                  description=description, plugin=self._owner, hints=hints)
-        except PluginError as exc:
-            raise PluginError(f"plugin {self._owner or '?'} registered env variant {name!r}: {exc.message}",
-                              hint=exc.hint) from None
+        except (TypeError, ValueError) as exc:
+            raise PluginError(f"plugin {self._owner or '?'} registered env variant {name!r} with bad fields: {exc}")
         self._add(variant)
         return variant
 
@@ -505,42 +459,32 @@ class EnvRegistry(Registry[EnvSpec]):
         """All registered env classes, sorted by name."""
         return [s for s in self if isinstance(s, EnvSpec)]
 
+    def _chain(self, name: str) -> tuple[list[EnvVariant], EnvSpec]:
+        """The variants from ``name`` down (nearest first) and the env they end at."""
+        variants, spec = [], self.get(name)
+        while isinstance(spec, EnvVariant):
+            if spec in variants:
+                raise RagenError(f"env variant cycle: {' -> '.join([*(v.name for v in variants), spec.name])}")
+            variants.append(spec)
+            spec = self.get(spec.env)
+        return variants, spec
+
     def resolve(self, name: str) -> tuple[EnvSpec, dict[str, Any], str | None]:
         """Follow ``name`` through variants to ``(env spec, merged params, instruction)``."""
-        chain: list[str] = []
+        variants, spec = self._chain(name)
         params: dict[str, Any] = {}
-        instruction: str | None = None
-        current = name
-        while True:
-            if current in chain:
-                raise RagenError(f"env variant cycle: {' -> '.join([*chain, current])}")
-            chain.append(current)
-            spec = self.get(current)
-            if isinstance(spec, EnvVariant):
-                params = {**spec.params, **params}
-                instruction = instruction if instruction is not None else spec.instruction
-                current = spec.env
-                continue
-            return spec, params, instruction
+        for variant in reversed(variants):
+            params.update(variant.params)
+        return spec, params, next((v.instruction for v in variants if v.instruction is not None), None)
 
     def hints(self, name: str) -> RolloutHints:
         """The rollout hints of env or variant ``name``: each variant's over its base's, down to the env's
         (:meth:`EnvSpec.rollout_hints`)."""
-        chain: list[Any] = []
-        current = name
-        while True:
-            if current in [s.name for s in chain]:
-                raise RagenError(f"env variant cycle: {' -> '.join([*(s.name for s in chain), current])}")
-            spec = self.get(current)
-            chain.append(spec)
-            if not isinstance(spec, EnvVariant):
-                break
-            current = spec.env
-        hints = chain[-1].rollout_hints()
-        for variant in reversed(chain[:-1]):
-            if variant.hints is not None:
-                hints = variant.hints.over(hints)
-        return hints
+        variants, spec = self._chain(name)
+        given: dict[str, Any] = {}
+        for variant in reversed(variants):
+            given.update(variant.hints.given() if variant.hints else {})
+        return attrs.evolve(spec.rollout_hints(), **given)
 
     def make(self, name: str, options: Mapping[str, Any] | None = None) -> Any:
         """Create env ``name`` (env or variant) with ``options`` over the variant's params.

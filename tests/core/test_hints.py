@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from ragen_core.cli import build_cli
 from ragen_core.config import (
-    HINTED_KEYS,
     RagenConfig,
     derived_run_name,
     explicit_keys,
@@ -56,7 +55,7 @@ def test_registration_hints_apply_when_the_config_sets_none() -> None:
     resolved = resolve(None, ["env=maze"])
     assert shape(resolved) == (1, 1, 40, True)  # think: no opinion, the default stays
     assert resolved.derived["rollout.max_turn"] == "hints of maze"
-    assert "rollout.think" not in resolved.derived
+    assert "rollout.think" not in resolved.derived  # maze has no opinion on it
 
 
 def test_hints_on_the_env_class_are_read_when_the_registration_gives_none() -> None:
@@ -136,18 +135,18 @@ def test_config_variants_can_declare_hints(tmp_path: Path) -> None:
     cfg.write_text("variants:\n  quick_maze: {env: maze, hints: {answer_tokens: 16}}\nenv: quick_maze\n")
     assert shape(resolve(cfg)) == (1, 1, 16 + 32, True)
     cfg.write_text("variants:\n  quick_maze: {env: maze, hints: {max_tokens: 16}}\nenv: quick_maze\n")
-    with pytest.raises(ConfigError, match="unknown rollout hint 'max_tokens'"):
+    with pytest.raises(ConfigError, match="variants.quick_maze.hints: .*'max_tokens'"):
         resolve(cfg)
 
 
 def test_bad_hints_are_refused_at_registration() -> None:
     reg = EnvRegistry()
-    with reg.owned_by("mine"), pytest.raises(PluginError, match="plugin mine registered env 'x'.*max_turn"):
+    with reg.owned_by("mine"), pytest.raises(PluginError, match="plugin mine registered env 'x' .*max_turn"):
         reg.register("x", "m:X", hints={"max_turn": 0})
-    with reg.owned_by("mine"), pytest.raises(PluginError, match="unknown rollout hint 'turns'"):
+    with reg.owned_by("mine"), pytest.raises(PluginError, match="plugin mine registered env variant 'y' .*'turns'"):
         reg.register_variant("y", env="x", hints={"turns": 2})
-    with pytest.raises(ValueError, match="positive integer"):
-        RolloutHints(answer_tokens=True)
+    with pytest.raises(TypeError, match="think"):
+        RolloutHints(think="yes")
 
 
 def test_registration_hints_import_nothing() -> None:
@@ -156,7 +155,6 @@ def test_registration_hints_import_nothing() -> None:
     reg.register("lazy", "tests.core.never_imported_env:Env", hints=RolloutHints(max_turn=2))
     assert reg.hints("lazy").max_turn == 2
     assert "tests.core.never_imported_env" not in sys.modules
-    assert reg.get("lazy").describe()["hints"] == {"max_turn": 2}
 
 
 def test_a_config_built_in_code_is_taken_as_it_is() -> None:
@@ -187,10 +185,6 @@ def test_explicit_keys_is_not_a_config_key() -> None:
     assert explicit_keys(None, ["env.options.target=2", "rollout={max_turn: 2}"]) >= {
         "envs.0.options.target", "rollout.max_turn"}
     assert explicit_keys(None, ["env=maze"]) == {"envs"}
-
-
-def test_hinted_keys_are_rollout_keys() -> None:
-    assert set(HINTED_KEYS) <= {f.name for f in attrs.fields(type(RagenConfig().rollout))}
 
 
 # ------------------------------------------------------------------------------------------------- run name
