@@ -28,7 +28,8 @@ from typing import Any, Literal, Union
 import attrs
 
 from ragen_core.errors import ConfigError, RagenError
-from ragen_core.registry import RolloutHints, suggest
+from ragen_core.registry import suggest
+from ragen_core.shape import RolloutHints, apply_env_hints, derived_run_name
 
 __all__ = [
     "Component",
@@ -673,37 +674,6 @@ def plan_env_groups(choices: list[EnvChoice], total: int, path: str) -> list[tup
                 raise ConfigError(f"{path}[{i}] ({c.name}) gets 0 of {total} groups", hint="raise rollout.env_groups")
         plan.append((c.name, n, dict(c.options)))
     return plan
-
-
-def apply_env_hints(config: RagenConfig, registries: Any, derived: dict[str, str] | None = None) -> RagenConfig:
-    """``config`` with the rollout keys it does not set explicitly (:meth:`RagenConfig.is_explicit`) taken from the
-    rollout hints of the envs it runs, training and validation (one set fitting all of them:
-    :meth:`~ragen_core.registry.RolloutHints.fitting_all`): ``max_turn``, ``max_actions_per_turn``, ``think``, and
-    ``max_new_tokens`` = the answer tokens plus, when the run thinks, the reasoning tokens. ``derived`` receives each
-    key filled in, with the envs it came from. Returns a new config when anything changed."""
-    names = list(dict.fromkeys(c.name for c in [*config.envs, *(config.val_envs or [])]))
-    hints = RolloutHints.fitting_all([registries.envs.hints(name) for name in names])
-    values = {key: getattr(hints, key) for key in ("max_turn", "max_actions_per_turn", "think")}
-    hinted_think = values["think"] is not None and not config.is_explicit("rollout.think")
-    values["max_new_tokens"] = hints.max_new_tokens(values["think"] if hinted_think else config.rollout.think)
-    changes = {k: v for k, v in values.items() if v is not None and not config.is_explicit(f"rollout.{k}")}
-    if derived is not None:
-        derived.update({f"rollout.{key}": f"hints of {', '.join(names)}" for key in changes})
-    return attrs.evolve(config, rollout=attrs.evolve(config.rollout, **changes)) if changes else config
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
-
-
-def derived_run_name(config: RagenConfig, trainer: Any = None) -> str:
-    """The run name of a config that sets none: ``<model>-<env>`` (``tiny-bandit``), the envs joined by ``-`` when
-    there are two or three, ``multi`` beyond; without a ``model`` option just the envs. Always one safe path
-    component (letters, digits, ``_ . -``)."""
-    model = getattr(trainer, "model", None) or config.trainer.options.get("model")
-    names = list(dict.fromkeys(c.name for c in config.envs))
-    parts = [str(model).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]] if model else []
-    name = "-".join([*parts, "-".join(names) if len(names) <= 3 else "multi"])
-    return _UNSAFE.sub("_", name).strip("._-")[:80].rstrip("._-") or "ragen"
 
 
 def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, strict: bool = True) -> ResolvedConfig:

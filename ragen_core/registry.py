@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import attrs
 
 from ragen_core.errors import DuplicateComponentError, PluginError, RagenError, UnknownComponentError
+from ragen_core.shape import DEFAULT_THINK_TOKENS, RolloutHints, _to_hints
 
 __all__ = [
     "ComponentSpec",
@@ -74,65 +75,6 @@ def suggest(name: str, known: list[str] | tuple[str, ...]) -> str | None:
         return lowered[name.lower()]
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return lowered[close[0]] if close else None
-
-
-#: the reasoning allowance of an env whose hints give ``answer_tokens`` but no ``think_tokens``
-DEFAULT_THINK_TOKENS = 32
-_POSITIVE = attrs.validators.optional([attrs.validators.instance_of(int), attrs.validators.ge(1)])
-
-
-@attrs.frozen(kw_only=True)
-class RolloutHints:
-    """How an env wants its rollouts shaped: what a config gets for the ``rollout`` keys it does not set itself
-    (see :func:`ragen_core.config.apply_env_hints`). Every field is optional (None: no opinion, the config's value
-    stays).
-
-    The token budget is stated about the answer: ``rollout.max_new_tokens`` becomes ``answer_tokens``, plus
-    ``think_tokens`` when the run thinks (``rollout.think``), so one env's hints fit a run with and without
-    reasoning.
-
-    :ivar max_turn: assistant turns one trajectory needs (``rollout.max_turn``), e.g. 1 for a single-turn task.
-    :ivar max_actions_per_turn: actions one answer may hold (``rollout.max_actions_per_turn``).
-    :ivar answer_tokens: tokens the env's longest expected answer takes: its actions, the separators between them
-        and the closing ``</answer>``.
-    :ivar think_tokens: tokens of reasoning (``<think>… </think> <answer>``) to allow before the answer when the run
-        thinks (None: :data:`DEFAULT_THINK_TOKENS`, when ``answer_tokens`` is given).
-    :ivar think: whether the env wants ``<think>`` reasoning before the answer (``rollout.think``).
-    """
-
-    max_turn: int | None = attrs.field(default=None, validator=_POSITIVE)
-    max_actions_per_turn: int | None = attrs.field(default=None, validator=_POSITIVE)
-    answer_tokens: int | None = attrs.field(default=None, validator=_POSITIVE)
-    think_tokens: int | None = attrs.field(default=None, validator=_POSITIVE)
-    think: bool | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.instance_of(bool)))
-
-    def given(self) -> dict[str, Any]:
-        """The fields that are set (not None), by name."""
-        return {k: v for k, v in attrs.asdict(self).items() if v is not None}
-
-    def max_new_tokens(self, think: bool) -> int | None:
-        """The per-turn token budget: ``answer_tokens``, plus the reasoning's when ``think``; None without
-        ``answer_tokens``."""
-        if self.answer_tokens is None:
-            return None
-        return self.answer_tokens + ((self.think_tokens or DEFAULT_THINK_TOKENS) if think else 0)
-
-    @classmethod
-    def fitting_all(cls, hints: list[RolloutHints]) -> RolloutHints:
-        """One set of hints that fits every env of a mix: the most turns, actions per turn, answer tokens and
-        reasoning tokens any of them asks for; ``think`` only when all that state it agree."""
-        def most(key: str) -> int | None:
-            return max((getattr(h, key) for h in hints if getattr(h, key) is not None), default=None)
-
-        thinks = {h.think for h in hints} - {None}
-        return cls(max_turn=most("max_turn"), max_actions_per_turn=most("max_actions_per_turn"),
-                   answer_tokens=most("answer_tokens"), think=thinks.pop() if len(thinks) == 1 else None,
-                   think_tokens=max((h.think_tokens or DEFAULT_THINK_TOKENS for h in hints if h.answer_tokens),
-                                    default=None))
-
-
-def _to_hints(value: Any) -> RolloutHints | None:
-    return RolloutHints(**value) if isinstance(value, Mapping) else value
 
 
 @attrs.frozen(kw_only=True)
