@@ -30,7 +30,7 @@ from verl.workers.utils.padding import response_to_nested
 
 from ragen_core.data import RolloutBatch
 from ragen_core.protocols import DiagnosticContext
-from ragen_core.runner import rollout_metrics
+from ragen_core.runner import rollout_metrics, warn_truncation
 
 from .advantages import compute_advantages, is_padding, prepare_dataproto
 from .dataproto import _objects
@@ -171,6 +171,7 @@ class RagenPPOTrainer(PPOTrainerSync):
                 ragen_metrics[key] = float(value)
         ragen_metrics["timing_s/ragen_step"] = time.perf_counter() - t0
         ctx.add_metrics(ragen_metrics, source="verl trainer")
+        warn_truncation(run.log, global_steps, ctx.metrics, self.ragen.resolved.config.rollout.max_new_tokens)
         run.collect_metrics(ctx)
         run.hook.ragen_on_step_end(ctx=ctx)
         run.write_metrics(global_steps, ctx.metrics)

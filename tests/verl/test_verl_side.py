@@ -35,7 +35,7 @@ def run_for(tmp_path: Path, *overrides: str):
     pm = build_plugin_manager(config)
     regs = collect_registries(pm)
     res = resolve_config(config, regs, pm)
-    return SimpleNamespace(resolved=res, registries=regs, config=config, run_dir=tmp_path, state={})
+    return SimpleNamespace(resolved=res, registries=regs, config=res.config, run_dir=tmp_path, state={})
 
 
 @pytest.fixture(scope="module")
