@@ -286,18 +286,20 @@ async def run_async(episode: Episode, agenerate: Callable[[GenerationRequest], A
 
 
 class ScriptedPolicy:
-    """A policy without a model: it answers ``<think>…</think><answer>ACTION</answer>`` in characters of a
+    """A policy without a model: it answers ``<think>…</think><answer>ACTION</answer>`` (``ACTION</answer>`` with
+    ``think=False``, whose prompt already ends with ``<answer>``) in characters of a
     :class:`~ragen_core.chat.TextTokenizer`, the action chosen by ``choose(episode_id)`` (e.g. the env's oracle
     or a random valid action). Log-probs are 0."""
 
-    def __init__(self, choose: Callable[[int], str]) -> None:
+    def __init__(self, choose: Callable[[int], str], think: bool = True) -> None:
         self.tokenizer = TextTokenizer()
-        self.choose = choose
+        self.choose, self.think = choose, think
 
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         out = []
         for req in requests:
-            text = f"I will act.</think><answer>{self.choose(req.episode_id)}</answer>"
+            action = self.choose(req.episode_id)
+            text = f"I will act.</think><answer>{action}</answer>" if self.think else f" {action} </answer>"
             ids = tuple(self.tokenizer.encode(text))
             out.append(GenerationResult(token_ids=ids, logprobs=(0.0,) * len(ids), mean_entropy=0.0))
         return out
@@ -317,4 +319,19 @@ class ScriptedPolicy:
             names = getattr(env, "action_names", None)
             return rng.choice(list(names)) if names else rng.choice(["0", "1", "42"])
 
-        return cls(choose)
+        return cls(choose, think=episodes[0].cfg.think if episodes else True)
+
+
+def random_baseline(envs: Any, plan: list[Any], seeds: list[int], group_size: int, config: Any,
+                    repeats: int = 4) -> float:
+    """Success rate of a policy that answers one random valid action per turn in a perfect format, on the episodes
+    ``plan``/``seeds``/``group_size`` define (a validation set), averaged over ``repeats`` plays: the level a
+    trained policy must beat to have learned the task rather than the format."""
+    total, count = 0.0, 0
+    for rep in range(repeats):
+        episodes = make_episodes(envs, plan, seeds=seeds, group_size=group_size, config=config,
+                                 codec=ChatCodec(TextTokenizer(), think=config.think))
+        batch = run_lockstep(episodes, ScriptedPolicy.for_episodes(episodes, "random", seed=rep))
+        total += sum(t.success for t in batch.trajectories)
+        count += len(batch.trajectories)
+    return total / count if count else 0.0

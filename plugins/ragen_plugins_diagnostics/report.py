@@ -592,6 +592,29 @@ def _config_lines(config: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+#: points of validation success above both step 0 and the random baseline that count as learning the task
+LEARNED_POINTS = 20.0
+
+
+def learning_line(run: RunData) -> str | None:
+    """One line on whether the run learned the task: validation success at the first and the last validation,
+    against ``val/random_success`` (random valid actions in a perfect format on the same validation set, logged
+    by the torch trainer at step 0) when the run has it; None without two validations."""
+    steps, values = run.series("val/success")
+    if len(values) < 2:
+        return None
+    gain = 100 * (values[-1] - values[0])
+    text = (f"learning: validation success {_fmt(values[0])} (step {steps[0]}) -> {_fmt(values[-1])} "
+            f"(step {steps[-1]}), {gain:+.1f} points")
+    _, randoms = run.series("val/random_success")
+    if not randoms:
+        return text
+    over = 100 * (values[-1] - randoms[0])
+    verdict = ("learned the task" if min(gain, over) >= LEARNED_POINTS
+               else "at the random level: no task learned" if over < 5 else "some gain over random")
+    return text + f"; {over:+.1f} points over a random policy with a perfect format ({_fmt(randoms[0])}): {verdict}"
+
+
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write ``report.md`` and its plots for the run in ``run_dir`` into ``out`` (default: ``run_dir``);
     returns the path of ``report.md``."""
@@ -612,6 +635,8 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
         md.append(f"- best validation: {best['val_success']:.4g} at step {best['step']}"
                   + (f" (`{best['checkpoint']}`)" if best.get("checkpoint") else ""))
     md.append(f"- metrics: {len(steps)} logged steps" + (f" ({steps[0]}–{steps[-1]})" if steps else ""))
+    if (line := learning_line(run)) is not None:
+        md.append(f"- {line}")
     if run.skipped_lines:
         md.append(f"- {run.skipped_lines} line(s) of metrics.jsonl were not readable and were skipped")
     md += _config_lines(run.config)

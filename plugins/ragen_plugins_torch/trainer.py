@@ -24,7 +24,7 @@ from ragen_core.data import read_batches, write_batches
 from ragen_core.errors import RagenError
 from ragen_core.ppo import PPOOptions, leading
 from ragen_core.protocols import DiagnosticContext
-from ragen_core.rollout import make_episodes, run_lockstep
+from ragen_core.rollout import make_episodes, random_baseline, run_lockstep
 from ragen_core.runner import group_seeds, rollout_metrics, warn_truncation
 
 __all__ = ["TorchTrainer", "TorchTrainerConfig", "best_checkpoint", "latest_checkpoint"]
@@ -491,6 +491,12 @@ class TorchTrainer:
 
     def _log_validation(self, run: Any, step: int) -> dict[str, float]:
         metrics = self._validate(run)
+        if step == 0:  # the level to beat: random valid actions in a perfect format, on the same validation set
+            cfg = run.config
+            metrics["val/random_success"] = random_baseline(
+                run.registries.envs, run.resolved.val_env_plan,
+                [cfg.rollout.seed_val + i for i in range(cfg.rollout.val_env_groups)], cfg.rollout.val_group_size,
+                cfg.rollout)
         run.write_metrics(step, metrics)
         run.log.info("validation", step=step, **{k: round(v, 4) for k, v in metrics.items()})
         warn_truncation(run.log, step, metrics, run.config.rollout.max_new_tokens)

@@ -238,3 +238,25 @@ def test_no_rule_advises_a_setting_the_run_already_has(filter_name: str, value: 
     for key, text in advised:
         current = _current(cfg, key)
         assert current is None or yaml.safe_load(text) != current, (key, text, lines)
+
+
+def test_the_report_says_in_one_line_whether_the_task_was_learned(tmp_path: Path) -> None:
+    from ragen_plugins_diagnostics.report import learning_line, write_report
+
+    learned = [{"step": 0, "val/success": 0.469, "val/random_success": 0.502}, {"step": 30, "val/success": 0.664},
+               {"step": 60, "val/success": 0.914}]
+    line = learning_line(load_run(write_run(tmp_path / "a", learned, config=config())))
+    assert line == ("learning: validation success 0.469 (step 0) -> 0.914 (step 60), +44.5 points; +41.2 points "
+                    "over a random policy with a perfect format (0.502): learned the task")
+    report = write_report(tmp_path / "a").read_text()
+    assert sum("learned the task" in x for x in report.splitlines()) == 1
+    # format repair up to the random level is not learning (the old Sokoban default: 0.086 -> 0.141, random 0.145)
+    repaired = [{"step": 0, "val/success": 0.086, "val/random_success": 0.145}, {"step": 25, "val/success": 0.141}]
+    line = learning_line(load_run(write_run(tmp_path / "b", repaired, config=config())))
+    assert line.endswith("at the random level: no task learned") and "+5.5 points" in line
+    # a gain over random but not 20 points over both is reported as such; without a baseline only the gain
+    some = [{"step": 0, "val/success": 0.5, "val/random_success": 0.5}, {"step": 10, "val/success": 0.6}]
+    assert learning_line(load_run(write_run(tmp_path / "c", some, config=config()))).endswith("some gain over random")
+    bare = [{"step": 0, "val/success": 0.2}, {"step": 10, "val/success": 0.3}]
+    assert learning_line(load_run(write_run(tmp_path / "d", bare, config=config()))).endswith("+10.0 points")
+    assert learning_line(load_run(write_run(tmp_path / "e", bare[:1], config=config()))) is None
