@@ -153,7 +153,7 @@ def test_top_p_with_collapse_diagnostics_writes_metrics_and_a_report(tmp_path: P
     run = tmp_path / "run"
     lines = train(run, "filter=top_p", "filter.value=0.9", "estimator=grpo", "trainer.steps=2",
                   "trainer.warm_start_steps=40", "trainer.warm_start_groups=16", "trainer.diagnostics_every=1",
-                  "rollout.max_new_tokens=24", "rollout.group_size=3",
+                  "rollout.max_new_tokens=24", "rollout.group_size=3", "rollout.think=true",
                   "diagnostics=[{name: collapse, pairs: 6}, echo_trap]")
     steps = step_lines(lines)
     for line in steps.values():
