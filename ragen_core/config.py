@@ -27,8 +27,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from ragen_core.errors import ConfigError, RagenError
-from ragen_core.registry import suggest
+from ragen_core.errors import ConfigError, RagenError, suggest
 from ragen_core.shape import RolloutHints, apply_env_hints, derived_run_name
 
 __all__ = [

@@ -7,6 +7,8 @@ single line (plus the hint) instead of a traceback.
 
 from __future__ import annotations
 
+import difflib
+
 
 class RagenError(Exception):
     """Base class of every user-facing ragen error.
@@ -55,3 +57,12 @@ class ConfigError(RagenError, ValueError):
 
 class EnvError(RagenError):
     """An environment misbehaved (raised, returned a malformed step) or was misconfigured."""
+
+
+def suggest(name: str, known: list[str] | tuple[str, ...]) -> str | None:
+    """Return the nearest known name (for "did you mean" hints) to ``name`` (case-insensitive first), or None."""
+    lowered = {k.lower(): k for k in known}
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[close[0]] if close else None

@@ -18,7 +18,6 @@ not set explicitly.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib
 import re
 from collections.abc import Iterator, Mapping
@@ -26,7 +25,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 
-from ragen_core.errors import DuplicateComponentError, PluginError, RagenError, UnknownComponentError
+from ragen_core.errors import DuplicateComponentError, PluginError, RagenError, UnknownComponentError, suggest
 from ragen_core.shape import DEFAULT_THINK_TOKENS, RolloutHints, _to_hints
 
 __all__ = [
@@ -66,15 +65,6 @@ def load_object(ref: str) -> Any:
     for part in attr_path.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-def suggest(name: str, known: list[str] | tuple[str, ...]) -> str | None:
-    """Return the nearest known name to ``name`` (case-insensitive first), or None."""
-    lowered = {k.lower(): k for k in known}
-    if name.lower() in lowered:
-        return lowered[name.lower()]
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-    return lowered[close[0]] if close else None
 
 
 @attrs.frozen(kw_only=True)
