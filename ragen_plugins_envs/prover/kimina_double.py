@@ -91,10 +91,8 @@ class DoubleChecker:
     """
 
     def __init__(self, theorems_path: str | Path | None = None) -> None:
-        if theorems_path is None:
-            from ragen_plugins_envs.prover.lean import THEOREMS_PATH
-
-            theorems_path = THEOREMS_PATH
+        if theorems_path is None:  # the Lean env's built-in set (lean.THEOREMS_PATH), the file beside this module
+            theorems_path = Path(__file__).with_name("theorems_lean.json")
         data = json.loads(Path(theorems_path).read_text(encoding="utf-8"))
         records = data["theorems"] if isinstance(data, dict) else data
         self.known: list[_Known] = []

@@ -532,3 +532,13 @@ def test_no_dynamic_code_execution_in_the_modules() -> None:
     for module in (lean_module, double_module):
         source = Path(module.__file__).read_text(encoding="utf-8")
         assert not re.search(r"(^|[^\w.])(eval|exec)\s*\(", source)
+
+
+def test_the_protocol_double_serves_the_lean_envs_built_in_theorems_by_default() -> None:
+    import inspect
+
+    from ragen_plugins_envs.prover import kimina_double
+
+    # the double names the file itself (no import of lean.py, which imports the double: no cycle)
+    assert (Path(kimina_double.__file__).with_name("theorems_lean.json")) == THEOREMS_PATH
+    assert "theorems_lean.json" in inspect.getsource(kimina_double)
