@@ -77,6 +77,10 @@ class TorchTrainerConfig(PPOOptions):
         1% (RAGEN's rules).
     :ivar generation_batch: most sequences sampled in one ``generate`` call.
     :ivar diagnostics_every: compute the configured diagnostics at step 1 and every this many steps.
+    :ivar share_prompts: in the update, run a prompt that several samples share (a group's first prompt) through
+        the model once for all of them (:func:`ragen_plugins_torch.forward.grouped_logprobs`; equal results, a
+        fraction of the work when prompts are long and answers short), and sample a group's answers from one
+        prefill of its prompt. ``false``: every sequence on its own.
     :ivar record_rollouts: save every step's rollouts (token ids, log-probs, rewards; extra dynamic-sampling rounds
         too) to ``rollouts/step_NNNNNN.jsonl.gz`` in the run directory, for ``ragen train --replay RUN_DIR``.
     """
@@ -102,6 +106,7 @@ class TorchTrainerConfig(PPOOptions):
     generation_batch: int = attrs.field(default=128, validator=_pos)
     diagnostics_every: int = attrs.field(default=5, validator=_pos)
     record_rollouts: bool = False
+    share_prompts: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.use_kl_loss and self.lora_rank and self.warm_start_steps:
@@ -149,7 +154,8 @@ class TorchTrainer:
                                                      target_modules="all-linear"))
         if tc.gradient_checkpointing:
             model.gradient_checkpointing_enable()
-        self.policy = HFPolicy(model, tokenizer, device=self.device, generation_batch=tc.generation_batch)
+        self.policy = HFPolicy(model, tokenizer, device=self.device, generation_batch=tc.generation_batch,
+                               share_prompts=tc.share_prompts)
         self.codec = ChatCodec(tokenizer, think=run.config.rollout.think)
         self._temperature = run.config.rollout.temperature or 1.0
         self.optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=tc.actor_lr)
@@ -354,10 +360,11 @@ class TorchTrainer:
     def _forward(self, model: Any, t: dict[str, Any], temperature: float) -> tuple[Any, Any]:
         """Log-probs and entropies aligned to token positions (``[:, t]`` is about token ``t``; column 0 is 0), computed
         at response tokens only (0 elsewhere: everything downstream is masked)."""
-        from .forward import masked_logprobs
+        from .forward import grouped_logprobs, masked_logprobs
 
         torch = self.torch
-        logp, ent = masked_logprobs(model, t["ids"], t["attn"], t["mask"][:, 1:] > 0, temperature)
+        forward = grouped_logprobs if self.config.share_prompts else masked_logprobs
+        logp, ent = forward(model, t["ids"], t["attn"], t["mask"][:, 1:] > 0, temperature)
         zero = torch.zeros_like(logp[:, :1])
         return torch.cat([zero, logp], 1), torch.cat([zero, ent], 1)
 

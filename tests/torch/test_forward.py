@@ -10,7 +10,14 @@ transformers = pytest.importorskip("transformers")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from plugins.ragen_plugins_torch.forward import full_logprobs, masked_logprobs, supports_masked_head  # noqa: E402
+from plugins.ragen_plugins_torch.forward import (  # noqa: E402
+    MIN_SHARED_PREFIX,
+    full_logprobs,
+    grouped_logprobs,
+    masked_logprobs,
+    shared_prefixes,
+    supports_masked_head,
+)
 
 VOCAB = 97
 
@@ -90,3 +97,70 @@ def test_models_with_logit_transforms_take_the_plain_path(model) -> None:
     pos = torch.ones(2, 11, dtype=torch.bool)
     with torch.no_grad():
         torch.testing.assert_close(masked_logprobs(capped, ids, attn, pos)[0], full_logprobs(capped, ids, attn)[0])
+
+
+def _grouped_batch(data):
+    """Rows in clusters that share a prompt (as a GRPO group does), each row with its own right-padded answer
+    tokens and scored positions only after the prompt; some rows alone, some prompts shorter than the minimum."""
+    rows: list[tuple[list[int], list[bool]]] = []
+    for k in range(data.draw(st.integers(1, 3))):
+        # the first cluster always shares a long enough prompt; the others may be short or alone
+        size = data.draw(st.integers(MIN_SHARED_PREFIX + 1, MIN_SHARED_PREFIX + 20) if k == 0 else st.integers(2, 40))
+        prompt = data.draw(st.lists(st.integers(1, VOCAB - 1), min_size=size, max_size=size))
+        for _ in range(data.draw(st.integers(2 if k == 0 else 1, 4))):
+            answer = data.draw(st.lists(st.integers(1, VOCAB - 1), min_size=1, max_size=8))
+            scored = [False] * (len(prompt) - 1) + [True] + [data.draw(st.booleans()) for _ in answer[1:]]
+            rows.append((prompt + answer, scored))
+    order = data.draw(st.permutations(range(len(rows))))
+    rows = [rows[i] for i in order]
+    width = max(len(r) for r, _ in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    pos = torch.zeros((len(rows), width - 1), dtype=torch.bool)
+    for i, (r, scored) in enumerate(rows):
+        ids[i, :len(r)] = torch.tensor(r)
+        attn[i, :len(r)] = 1
+        pos[i, :len(scored)] = torch.tensor(scored)
+    return ids, attn, pos
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), temperature=st.sampled_from([1.0, 0.7]))
+def test_grouped_equals_per_sequence(model, data, temperature) -> None:
+    ids, attn, pos = _grouped_batch(data)
+    assert any(length for _, length in shared_prefixes(ids, pos))
+    with torch.no_grad():
+        want_lp, want_ent = masked_logprobs(model, ids, attn, pos, temperature)
+        lp, ent = grouped_logprobs(model, ids, attn, pos, temperature)
+    torch.testing.assert_close(lp, want_lp, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ent, want_ent, atol=1e-5, rtol=1e-5)
+
+
+def test_shared_prefixes_cluster_rows_with_the_same_prompt() -> None:
+    p = list(range(1, MIN_SHARED_PREFIX + 5))
+    ids = torch.tensor([p + [7, 8], [9] * len(p) + [7, 8], p + [5, 6], [3, 3] + [0] * (len(p))])
+    pos = torch.zeros((4, ids.shape[1] - 1), dtype=torch.bool)
+    pos[:3, len(p) - 1:] = True
+    pos[3, 0] = True  # scored from its second token: a prefix too short to share
+    assert shared_prefixes(ids, pos) == [([0, 2], len(p) - 1), ([1], 0), ([3], 0)]
+
+
+def test_grouped_gradients_equal_the_per_sequence_ones(model) -> None:
+    torch.manual_seed(2)
+    prompt = torch.randint(1, VOCAB, (30,))
+    ids = torch.cat([prompt.expand(4, -1), torch.randint(1, VOCAB, (4, 6))], 1)
+    attn = torch.ones_like(ids)
+    attn[1, 33:] = 0
+    pos = torch.zeros((4, 35), dtype=torch.bool)
+    pos[:, 29:] = True
+    pos[1, 32:] = False
+    weights = torch.randn(4, 35)
+    grads = []
+    for fn in (masked_logprobs, grouped_logprobs):
+        model.zero_grad()
+        lp, ent = fn(model, ids, attn, pos)
+        ((lp * weights).sum() + 0.1 * ent.sum()).backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and grads[0]
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-5, rtol=1e-4, msg=name)

@@ -191,7 +191,7 @@ def test_generate_equals_the_previous_implementation(tiny, stop, temperature, to
     texts = ["State: #P_# go", "Turn 2:\nState:\n#__P#\nYou have 3 actions left.", "é 日本 🙂 answer", "x"]
     reqs = [GenerationRequest(prompt_ids=tuple(codec.prompt([{"role": "user", "content": t}])), max_new_tokens=12,
                               temperature=temperature, top_k=top_k, stop=stop) for t in texts * 2]
-    policy = HFPolicy(model, tokenizer)
+    policy = HFPolicy(model, tokenizer, share_prompts=False)  # the prompt-sharing prefill: the next test
     for seed in (0, 1):
         torch.manual_seed(seed)
         want = generate_reference(policy, reqs)
@@ -200,6 +200,32 @@ def test_generate_equals_the_previous_implementation(tiny, stop, temperature, to
         assert got == want
     assert sum(len(r.token_ids) for r in got) < len(reqs) * 12 or not stop  # some stop early
     assert len(policy._stop_criteria) == (1 if stop else 0)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.0])
+def test_shared_prompt_prefill_samples_what_one_prefill_per_request_samples(tiny, temperature):
+    """Requests that share a prompt (groups of 3, prompts of different lengths, so left padding) sampled from one
+    prefill per prompt: the same tokens and finish reasons as a prefill per request (same seed), log-probs and
+    entropies to float round-off; the prefill covers each distinct prompt once."""
+    model, tokenizer = tiny
+    codec = ChatCodec(tokenizer)
+    texts = ["State: #P_# go", "Turn 2:\nState:\n#__P#\nYou have 3 actions left.", "x"]
+    reqs = [GenerationRequest(prompt_ids=tuple(codec.prompt([{"role": "user", "content": t}])), max_new_tokens=10,
+                              temperature=temperature) for t in texts for _ in range(3)]
+    results = []
+    for share in (False, True):
+        policy = HFPolicy(model, tokenizer, share_prompts=share)
+        prefilled: list[int] = []
+        original = policy._prefill
+        policy._prefill = lambda ids, mask: prefilled.append(ids.shape[0]) or original(ids, mask)
+        torch.manual_seed(7)
+        results.append(policy.generate(reqs))
+        assert prefilled == ([len(texts)] if share else [])
+    plain, shared = results
+    for a, b in zip(plain, shared, strict=True):
+        assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+        assert a.mean_entropy == pytest.approx(b.mean_entropy, abs=1e-5)
 
 
 def test_generate_counts_tokens_and_restores_training_mode(tiny):
