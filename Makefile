@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml Makefile
 
 setup: system-packages $(STAMP)
 
-# The main job: `ragen train` on the embedded default (tiny model, CPU, Sokoban, warm-start + GRPO).
+# The main job: `ragen train` on the embedded default (tiny model, CPU, RAGEN's Bandit, warm-start + Dr. GRPO).
 train: setup
 	$(VENV)/bin/ragen train
 
