@@ -33,10 +33,19 @@ class _Group(click.Group):
 
 
 def split_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
-    """Separate an optional config path from ``key=value`` overrides."""
+    """Separate an optional config path from ``key=value`` overrides. A word that starts with ``-`` and names no file
+    is an unknown option: click's "No such option" (exit 2), with the command's close options as suggestions."""
     path = None
     overrides = []
     for a in args:
+        if a.startswith("-") and not Path(a).exists():
+            import difflib
+
+            ctx = click.get_current_context(silent=True)
+            known = [o for p in (ctx.command.params if ctx else []) for o in getattr(p, "opts", ()) if o[:1] == "-"]
+            name = a.split("=", 1)[0]
+            raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, known, n=3, cutoff=0.5),
+                                     ctx=ctx)
         if "=" in a and not Path(a).exists():
             overrides.append(a)
         elif path is None:
@@ -186,13 +195,15 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, re
     from ragen_core.config import load_config, resolve_config
     from ragen_core.log import configure_logging
     from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
-    from ragen_core.runner import execute, start_run
+    from ragen_core.runner import execute, new_run_dir, start_run
 
     path, overrides = split_args(args)
     checkpoint = None
     if resume is not None:
         checkpoint = _latest_checkpoint(Path(resume))
-        path, run_dir = path or str(Path(resume) / "config.yaml"), resume
+        path = path or str(Path(resume) / "config.yaml")
+        if mode == "train":  # training continues in its own directory; an eval of it gets one of its own
+            run_dir = resume
     if replay is not None:
         if not (Path(replay) / "rollouts").is_dir():
             raise RagenError(f"cannot replay: {replay!r} holds no recorded rollouts (no rollouts/ folder)",
@@ -218,7 +229,9 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, re
     trainer = load_component_class(registries.trainers.get(config.trainer.name))(resolved.trainer)
     if replay is not None and not getattr(trainer, "supports_replay", False):
         raise ConfigError(f"trainer {config.trainer.name!r} cannot replay recorded rollouts")
-    run = start_run(resolved, registries, pm, mode, run_dir)
+    if mode == "eval" and resume is not None and run_dir is None:
+        run_dir = new_run_dir(Path(resume) / "evals", config.run.name, "eval")  # never the training run's files
+    run = start_run(resolved, registries, pm, mode, run_dir, continue_run=mode == "train" and resume is not None)
     if replay is not None:
         run.state["replay_dir"] = str(replay)
     if checkpoint is not None:
@@ -231,7 +244,9 @@ def _latest_checkpoint(run_dir: Path) -> Path:
     """The newest ``checkpoints/step_N`` of a run directory (the checkpoint layout every trainer uses)."""
     if not (run_dir / "config.yaml").exists():
         raise RagenError(f"cannot resume: {str(run_dir)!r} is not a run directory (no config.yaml)")
-    steps = sorted((run_dir / "checkpoints").glob("step_*"))
+    # complete ones only: the native trainer's state.json or the veRL plugin's verl.json is written last
+    steps = sorted(p for p in (run_dir / "checkpoints").glob("step_*")
+                   if (p / "state.json").is_file() or (p / "verl.json").is_file())
     if not steps:
         raise RagenError(f"cannot resume: {str(run_dir)!r} has no checkpoint under checkpoints/")
     return steps[-1]

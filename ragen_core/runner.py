@@ -18,6 +18,7 @@ import yaml
 
 from ragen_core.context import RunContext
 from ragen_core.chat import ChatCodec, TextTokenizer
+from ragen_core.errors import RagenError
 from ragen_core.log import get_logger
 from ragen_core.metrics import (STANDARD_INFO_KEYS, TRUNCATION_WARNING_RATE, final_info, info_metrics,
                                 rollout_metrics, warn_truncation)
@@ -25,16 +26,42 @@ from ragen_core.plugins import plugin_infos
 from ragen_core.rollout import ScriptedPolicy, make_episodes, run_lockstep
 
 __all__ = ["STANDARD_INFO_KEYS", "TRUNCATION_WARNING_RATE", "execute", "final_info", "group_seeds", "info_metrics",
-           "rollout_metrics", "run_scripted", "start_run", "warn_truncation"]
+           "new_run_dir", "rollout_metrics", "run_scripted", "start_run", "warn_truncation"]
 
 
-def start_run(resolved: Any, registries: Any, pm: Any, mode: str, run_dir: str | Path | None = None) -> RunContext:
-    """Create the run directory, write ``config.yaml`` and ``plugins.json``, log them, call ``ragen_on_run_start``."""
+def new_run_dir(output_dir: str | Path, name: str, mode: str) -> Path:
+    """Create and return ``<output_dir>/<name>-<mode>-<YYYYmmdd-HHMMSS>``, exclusively: when that folder exists (a run
+    started in the same second), ``-2``, ``-3``, ... is appended until ``mkdir`` creates a new one, so two runs
+    never share a directory."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    root = Path(output_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        candidate = root / (f"{name}-{mode}-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise RagenError(f"cannot create a run directory under {str(root)!r}: 10,000 runs named {name!r} this second")
+
+
+def start_run(resolved: Any, registries: Any, pm: Any, mode: str, run_dir: str | Path | None = None, *,
+              continue_run: bool = False) -> RunContext:
+    """Create the run directory, write ``config.yaml`` and ``plugins.json``, log them, call ``ragen_on_run_start``.
+
+    Without ``run_dir`` a new directory is created under ``run.output_dir`` (:func:`new_run_dir`). A given
+    ``run_dir`` must be new or empty unless ``continue_run`` (a resumed run continues in its own directory): a run
+    never writes into another run's files.
+    """
     cfg = resolved.config
     if run_dir is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        run_dir = Path(cfg.run.output_dir) / f"{cfg.run.name}-{mode}-{stamp}"
+        run_dir = new_run_dir(cfg.run.output_dir, cfg.run.name, mode)
     run_dir = Path(run_dir)
+    if not continue_run and run_dir.is_dir() and any(run_dir.iterdir()):
+        raise RagenError(f"run directory {str(run_dir)!r} is not empty: a new run does not write into another "
+                         "run's files", hint="give a new --run-dir (or none: one is created under run.output_dir), "
+                                             "or continue that run with --resume")
     run_dir.mkdir(parents=True, exist_ok=True)
     data = resolved.to_data()
     (run_dir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

@@ -39,8 +39,9 @@ def add_eval_command(cli: click.Group) -> None:
     @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
                   help="Run directory; one holding the same eval is continued.")
     @click.option("--resume", type=click.Path(file_okay=False), default=None,
-                  help="Continue the eval in this directory (without --model and with a training run: validate its "
-                       "latest checkpoint with the trainer, as before).")
+                  help="Continue the eval in this directory. With a training run (and no --model): validate its "
+                       "latest checkpoint with the trainer, in a new folder RUN/evals/NAME-eval-STAMP (the training "
+                       "run's files are never written).")
     def eval_cmd(args: tuple[str, ...], model: str | None, resume: str | None, run_dir: str | None,
                  **opts: Any) -> None:
         """Evaluate a model on env variants: ragen eval --model MODEL [CONFIG] [key=value ...].
@@ -61,7 +62,8 @@ def add_eval_command(cli: click.Group) -> None:
         resolved, registries, pm, settings, policy = prepare_eval(
             {**opts, "model": model, "resume": resume, "run_dir": run_dir, "config_path": path,
              "overrides": overrides})
-        run = start_run(resolved, registries, pm, "eval", resume or run_dir)
+        continuing = resume is not None or (run_dir is not None and (Path(run_dir) / SETTINGS).exists())
+        run = start_run(resolved, registries, pm, "eval", resume or run_dir, continue_run=continuing)
         (run.run_dir / SETTINGS).write_text(json.dumps(settings, indent=2))
         try:
             result = execute(run, lambda r: run_eval(r, policy, settings))

@@ -170,7 +170,8 @@ class TorchTrainer:
 
             self.critic = ValueModel.from_pretrained(folder, dtype=dtype).to(self.device)
             if resume and (Path(resume) / "critic.pt").exists():
-                self.critic.load_state_dict(torch.load(Path(resume) / "critic.pt", map_location=self.device))
+                self.critic.load_state_dict(torch.load(Path(resume) / "critic.pt", map_location=self.device,
+                                                       weights_only=True))
             self.critic_optim = torch.optim.AdamW(self.critic.parameters(), lr=tc.critic_lr)
         if tc.use_kl_loss:
             # the reference is the policy RL starts from: trainer.model, or the warm-started model that the run saved
@@ -186,10 +187,11 @@ class TorchTrainer:
         if resume:
             state = json.loads((Path(resume) / "state.json").read_text())
             self.start_step, self.empty_steps = state["step"], state["empty_steps"]
-            self.optim.load_state_dict(torch.load(Path(resume) / "actor_optim.pt", map_location=self.device))
+            self.optim.load_state_dict(torch.load(Path(resume) / "actor_optim.pt", map_location=self.device,
+                                                     weights_only=True))
             if self.critic_optim is not None:
                 self.critic_optim.load_state_dict(torch.load(Path(resume) / "critic_optim.pt",
-                                                             map_location=self.device))
+                                                             map_location=self.device, weights_only=True))
             run.log.info("resumed", checkpoint=str(resume), step=self.start_step)
 
     # ------------------------------------------------------------------------------------------- entry points
@@ -494,6 +496,9 @@ class TorchTrainer:
         self.torch.manual_seed(cfg.rollout.seed_val)
         batch, _ = self._rollout(run, plan, seeds, cfg.rollout.val_group_size, cfg.rollout.val_temperature)
         self.torch.random.set_rng_state(state)
+        for traj in batch:
+            if traj.env_error is not None:  # counted in val/env_errors; val/success is over the others
+                run.log.warning("env_error", env=traj.env, seed=traj.seed, error=traj.env_error, phase="validation")
         return validation_metrics(batch)
 
     def _log_validation(self, run: Any, step: int) -> dict[str, float]:
@@ -561,10 +566,13 @@ class TorchTrainer:
             torch.save(self.critic_optim.state_dict(), tmp / "critic_optim.pt")
         state = {"step": step, "empty_steps": self.empty_steps, "python_random": repr(random.getstate()[1][:1])}
         (tmp / "state.json").write_text(json.dumps(state))
-        shutil.rmtree(final, ignore_errors=True)
+        if final.exists():  # the same step again (a resumed run): set the old one aside, never half-delete it
+            _discard(final)
         os.replace(tmp, final)
         for old in sorted(p for p in root.glob("step_*"))[:-self.config.keep_last]:
-            shutil.rmtree(old, ignore_errors=True)
+            _discard(old)
+        for left in root.glob(".old_step_*"):  # set aside by a clean-up that was killed before it deleted them
+            shutil.rmtree(left, ignore_errors=True)
         return final
 
 
@@ -585,13 +593,14 @@ class _TimedPolicy:
 def validation_metrics(batch: Any) -> dict[str, float]:
     """What a validation logs of :func:`~ragen_core.runner.rollout_metrics` (prefix ``val``): ``val/success``,
     ``val/reward_mean``, ``val/format_penalty_rate`` (a success rate below a random policy's is often the format),
-    ``val/truncated_rate`` (answers cut by ``rollout.max_new_tokens``), per variant ``success``, ``pass@k``,
-    ``reward_mean`` and the env's ``info/<key>`` metrics."""
+    ``val/truncated_rate`` (answers cut by ``rollout.max_new_tokens``), ``val/env_errors`` (trajectories whose env
+    raised; the other metrics are over the rest), per variant ``success``, ``pass@k``, ``reward_mean`` and the env's
+    ``info/<key>`` metrics."""
     metrics = {}
     for key, value in rollout_metrics(batch, "val").items():
         parts = key.split("/")
         if (len(parts) in (2, 3) and parts[-1] in ("success", "pass@k", "reward_mean")) or (
-                len(parts) == 4 and parts[2] == "info") or key in ("val/format_penalty_rate", "val/truncated_rate"):
+                len(parts) == 4 and parts[2] == "info") or key in ("val/format_penalty_rate", "val/truncated_rate", "val/env_errors"):
             metrics[key] = value
     return metrics
 
@@ -626,9 +635,19 @@ def replayed_rounds(run_dir: Path, step: int) -> list[Any]:
     return read_batches(path)
 
 
+def _discard(folder: Path) -> None:
+    """Delete a checkpoint folder so that a kill at any moment leaves it whole or gone: first renamed to
+    ``.old_step_N`` (atomic; no ``step_*`` glob sees it), then deleted."""
+    aside = folder.with_name(f".old_{folder.name}")
+    shutil.rmtree(aside, ignore_errors=True)
+    os.replace(folder, aside)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The newest ``checkpoints/step_N`` of a run directory, or None (``checkpoints/best`` is never the latest)."""
-    steps = sorted((Path(run_dir) / "checkpoints").glob("step_*"))
+    """The newest complete ``checkpoints/step_N`` (one with its ``state.json``) of a run directory, or None
+    (``checkpoints/best`` is never the latest)."""
+    steps = sorted(p for p in (Path(run_dir) / "checkpoints").glob("step_*") if (p / "state.json").is_file())
     return steps[-1] if steps else None
 
 

@@ -108,7 +108,7 @@ def test_validation_logs_success_reward_pass_at_k_and_the_env_info_metrics() -> 
                           _traj("frozenlake", {"distance_to_goal": 3, "on_ice": True}, False)])
     m = validation_metrics(batch)
     assert set(m) == {"val/success", "val/reward_mean", "val/format_penalty_rate", "val/truncated_rate",
-                      "val/sokoban/success", "val/sokoban/pass@k",
+                      "val/env_errors", "val/sokoban/success", "val/sokoban/pass@k",
                       "val/sokoban/reward_mean", "val/frozenlake/success", "val/frozenlake/pass@k",
                       "val/frozenlake/reward_mean", "val/sokoban/info/box_target_distance",
                       "val/frozenlake/info/distance_to_goal", "val/frozenlake/info/on_ice"}
@@ -116,3 +116,15 @@ def test_validation_logs_success_reward_pass_at_k_and_the_env_info_metrics() -> 
     assert m["val/success"] == pytest.approx(1 / 3) and m["val/reward_mean"] == pytest.approx(0.8 / 3)
     assert m["val/format_penalty_rate"] == pytest.approx(2 / 3)  # one turn each, two of them penalised
     assert m["val/truncated_rate"] == pytest.approx(1 / 3)  # the frozenlake turn was cut
+    assert m["val/env_errors"] == 0.0
+
+
+def test_validation_counts_env_errors_and_averages_the_rest() -> None:
+    from ragen_plugins_torch.trainer import validation_metrics
+
+    broken = _traj("sokoban", {}, False)
+    broken.env_error = "RuntimeError: the env fell over"
+    m = validation_metrics(RolloutBatch([_traj("sokoban", {"success": True}, True), broken,
+                                         _traj("sokoban", {"success": False}, False)]))
+    assert m["val/env_errors"] == 1.0
+    assert m["val/success"] == pytest.approx(0.5)  # over the two trajectories whose env did not raise

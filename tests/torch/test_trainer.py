@@ -281,3 +281,101 @@ def test_keep_last_never_deletes_best(tmp_path: Path) -> None:
         trainer._checkpoint(run, step)
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["best", "step_000003"]
     assert (tmp_path / "checkpoints" / "best" / "actor" / "config.json").exists()
+
+
+def test_keep_last_clean_up_killed_midway_leaves_only_whole_checkpoints(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill while keep_last deletes an old checkpoint (simulated: the delete removes ``state.json`` and then the
+    process dies) leaves no ``step_*`` folder without its ``state.json``: the folder was renamed aside first. The
+    next checkpoint removes what was set aside, and resume picks the newest whole checkpoint."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from ragen_core.cli import _latest_checkpoint
+    from ragen_plugins_torch import trainer as trainer_module
+    from ragen_plugins_torch.trainer import TorchTrainer, TorchTrainerConfig, latest_checkpoint
+
+    trainer = TorchTrainer(TorchTrainerConfig(keep_last=1))
+    saver = SimpleNamespace(save_pretrained=lambda folder: fake_actor(Path(folder)))
+    trainer.torch, trainer.critic, trainer.empty_steps = torch, None, 0
+    trainer.policy = SimpleNamespace(model=saver, tokenizer=SimpleNamespace(save_pretrained=lambda folder: None))
+    trainer.optim = SimpleNamespace(state_dict=lambda: {})
+    run = SimpleNamespace(run_dir=tmp_path)
+    (tmp_path / "config.yaml").write_text("{}\n")  # what makes it a run directory for --resume
+    trainer._checkpoint(run, 1)
+    real_rmtree = trainer_module.shutil.rmtree
+
+    def killed(path: Any, ignore_errors: bool = False) -> None:
+        if Path(path).name.startswith(".old_step_") and Path(path).exists():
+            (Path(path) / "state.json").unlink()
+            raise KeyboardInterrupt  # the kill, half-way through the delete
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    monkeypatch.setattr(trainer_module.shutil, "rmtree", killed)
+    with pytest.raises(KeyboardInterrupt):
+        trainer._checkpoint(run, 2)
+    monkeypatch.setattr(trainer_module.shutil, "rmtree", real_rmtree)
+    root = tmp_path / "checkpoints"
+    assert all((p / "state.json").is_file() for p in root.glob("step_*"))
+    assert [p.name for p in root.glob("step_*")] == ["step_000002"]
+    assert latest_checkpoint(tmp_path) == root / "step_000002" == _latest_checkpoint(tmp_path)
+    trainer._checkpoint(run, 3)
+    assert sorted(p.name for p in root.iterdir()) == ["step_000003"]
+    # a step folder that lost its state.json some other way is never the one resumed from
+    (root / "step_000004").mkdir()
+    assert latest_checkpoint(tmp_path) == root / "step_000003" == _latest_checkpoint(tmp_path)
+
+
+class _Payload:
+    """Unpickling this runs code: it creates the file ``marker``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (Path.touch, (self.marker,))
+
+
+def test_resume_never_unpickles_code_from_a_checkpoint(two_step_run: Callable[[str], Run], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run directory someone sent you, whose optimiser state is a pickle that runs code when loaded: resume
+    refuses it (torch.load with weights_only=True) and the code never runs. torch.load is made to default to full
+    unpickling, as it does in the torch 2.4 and 2.5 that pyproject.toml admits, so only the trainer's own
+    ``weights_only=True`` protects it."""
+    import functools
+    import shutil
+
+    import torch
+
+    monkeypatch.setattr(torch, "load", functools.partial(torch.load, weights_only=False))
+
+    run_dir = tmp_path / "sent"
+    shutil.copytree(two_step_run("gae")[0], run_dir)
+    marker = tmp_path / "pwned"
+    torch.save({"state": _Payload(marker)}, run_dir / "checkpoints" / "step_000002" / "actor_optim.pt")
+    res = CliRunner().invoke(build_cli(build_plugin_manager()), ["train", "trainer.steps=3", "--resume", str(run_dir)])
+    assert res.exit_code != 0
+    assert not marker.exists()
+    assert "weights_only" in res.output + repr(res.exception) or "Unpickl" in res.output + repr(res.exception)
+
+
+def test_eval_of_a_training_run_writes_into_its_own_folder(two_step_run: Callable[[str], Run], tmp_path: Path) -> None:
+    """`ragen eval --resume RUN` on a training run (validating its latest checkpoint with the trainer) leaves every
+    file of the training run as training wrote it, and writes its own config, metrics and summary under
+    RUN/evals/."""
+    import shutil
+
+    run_dir = tmp_path / "trained"
+    shutil.copytree(two_step_run("grpo")[0], run_dir)
+    files = ("summary.json", "config.yaml", "plugins.json", "metrics.jsonl", "report.md")
+    before = {name: (run_dir / name).read_bytes() for name in files if (run_dir / name).exists()}
+    assert {"summary.json", "config.yaml", "metrics.jsonl"} <= before.keys()
+    res = CliRunner().invoke(build_cli(build_plugin_manager()), ["eval", "--resume", str(run_dir)])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert {name: (run_dir / name).read_bytes() for name in before} == before
+    (evals,) = (run_dir / "evals").iterdir()
+    assert "-eval-" in evals.name
+    summary = json.loads((evals / "summary.json").read_text())
+    assert summary["status"] == "completed" and (evals / "config.yaml").exists()
+    assert any("val/success" in json.loads(line) for line in (evals / "metrics.jsonl").read_text().splitlines())
