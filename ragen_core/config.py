@@ -19,15 +19,17 @@ from __future__ import annotations
 import collections.abc as cabc
 import copy
 import enum
+import math
 import re
 import types
 import typing
 from pathlib import Path
+from reprlib import Repr
 from typing import Any, Literal, Union
 
 import attrs
 
-from ragen_core.errors import ConfigError, RagenError, suggest
+from ragen_core.errors import ConfigError, RagenError, UnknownComponentError, suggest
 from ragen_core.shape import RolloutHints, apply_env_hints, derived_run_name
 
 __all__ = [
@@ -81,7 +83,7 @@ def _structure_attrs(cls: type, data: Any, path: str) -> Any:
     if attrs.has(type(data)) and isinstance(data, cls):
         return data
     if not isinstance(data, cabc.Mapping):
-        raise ConfigError(f"{path or cls.__name__}: expected a mapping of options, got {_tname(data)} {data!r}")
+        raise ConfigError(f"{path or cls.__name__}: expected a mapping of options, got {_tname(data)} {_short(data)}")
     hook = getattr(cls, "__ragen_structure__", None)
     if hook is not None:
         data = hook(dict(data))
@@ -112,6 +114,20 @@ def _structure_attrs(cls: type, data: Any, path: str) -> Any:
 _FIELD_MSG = re.compile(r"^'?(\w+)'? (must .*)$", re.S)
 
 
+_REPR = Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 8, 8, 120, 120, 60
+reprlib_repr = _REPR.repr
+
+#: the most characters of a value echoed in an error message
+ECHO_LIMIT = 200
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to :data:`ECHO_LIMIT` characters (an error line never carries a huge value)."""
+    text = reprlib_repr(value)
+    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT - 3] + "..."
+
+
 def _tname(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -128,7 +144,7 @@ def _structure_value(tp: Any, value: Any, path: str) -> Any:  # noqa: C901 - a t
     if tp is type(None):
         if value is None:
             return None
-        raise ConfigError(f"{path}: expected null, got {_tname(value)} {value!r}")
+        raise ConfigError(f"{path}: expected null, got {_tname(value)} {_short(value)}")
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
@@ -142,44 +158,50 @@ def _structure_value(tp: Any, value: Any, path: str) -> Any:  # noqa: C901 - a t
                 errors.append(exc)
         if len(errors) == 1:
             raise errors[0]
-        raise ConfigError(f"{path}: {value!r} matches none of {_type_str(tp)}")
+        raise ConfigError(f"{path}: {_short(value)} matches none of {_type_str(tp)}")
     if origin is Literal:
         if value in args and not (isinstance(value, bool) and not any(isinstance(a, bool) for a in args)):
             return value
         close = suggest(str(value), [str(a) for a in args])
-        raise ConfigError(f"{path}: {value!r} is not one of {', '.join(repr(a) for a in args)}",
+        raise ConfigError(f"{path}: {_short(value)} is not one of {', '.join(repr(a) for a in args)}",
                           hint=f"did you mean {close!r}?" if close else None)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(value)
         except ValueError:
-            raise ConfigError(f"{path}: {value!r} is not one of {', '.join(repr(m.value) for m in tp)}") from None
+            raise ConfigError(f"{path}: {_short(value)} is not one of {', '.join(repr(m.value) for m in tp)}") from None
     if tp is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{path}: expected true or false, got {_tname(value)} {value!r}")
+        raise ConfigError(f"{path}: expected true or false, got {_tname(value)} {_short(value)}")
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise ConfigError(f"{path}: expected an integer, got {_tname(value)} {value!r}")
+        raise ConfigError(f"{path}: expected an integer, got {_tname(value)} {_short(value)}")
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise ConfigError(f"{path}: expected a number, got {_tname(value)} {value!r}")
+            try:
+                number = float(value)
+            except OverflowError:
+                number = math.inf
+            if not math.isfinite(number):
+                raise ConfigError(f"{path}: expected a finite number, got {_short(value)}")
+            return number
+        raise ConfigError(f"{path}: expected a number, got {_tname(value)} {_short(value)}")
     if tp is str:
         if isinstance(value, str):
             return value
-        raise ConfigError(f"{path}: expected a string, got {_tname(value)} {value!r}")
+        raise ConfigError(f"{path}: expected a string, got {_tname(value)} {_short(value)}")
     if origin in (list, cabc.Sequence, cabc.MutableSequence) or tp in (list, tuple):
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {value!r}")
+            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {_short(value)}")
         item = args[0] if args else Any
         return [_structure_value(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {value!r}")
+            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {_short(value)}")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_structure_value(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
         if len(value) != len(args):
@@ -187,13 +209,13 @@ def _structure_value(tp: Any, value: Any, path: str) -> Any:  # noqa: C901 - a t
         return tuple(_structure_value(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
     if origin in (dict, cabc.Mapping, cabc.MutableMapping) or tp is dict:
         if not isinstance(value, cabc.Mapping):
-            raise ConfigError(f"{path}: expected a mapping, got {_tname(value)} {value!r}")
+            raise ConfigError(f"{path}: expected a mapping, got {_tname(value)} {_short(value)}")
         kt, vt = args if args else (Any, Any)
         return {_structure_value(kt, k, path): _structure_value(vt, v, _join(path, k)) for k, v in value.items()}
     if isinstance(tp, type):
         if isinstance(value, tp):
             return value
-        raise ConfigError(f"{path}: expected {tp.__name__}, got {_tname(value)} {value!r}")
+        raise ConfigError(f"{path}: expected {tp.__name__}, got {_tname(value)} {_short(value)}")
     raise ConfigError(f"{path}: unsupported config type {_type_str(tp)}")
 
 
@@ -225,6 +247,30 @@ def _nonneg(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
 def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value < 1:
         raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
+
+
+def _at_most(limit: int) -> Any:
+    """Validator: ``1 <= value <= limit`` (a resource key; far above any real run, far below a typo's 10**20)."""
+
+    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value < 1:
+            raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
+        if value > limit:
+            raise ValueError(f"'{attribute.name}' must be at most {limit:,}: {_short(value)}")
+
+    return check
+
+
+def _run_name(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    text = str(value)  # one folder-name part: it must not reach outside run.output_dir
+    if not text.strip() or text in (".", "..") or any(c in text for c in "/\\") or any(ord(c) < 32 for c in text):
+        raise ValueError(f"'{attribute.name}' must be a plain folder name (no '/', '\\', '..' or control "
+                         f"characters; it names a folder under run.output_dir): {value!r}")
+
+
+def _folder_path(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not str(value).strip() or "\x00" in str(value):
+        raise ValueError(f"'{attribute.name}' must be a folder path: {value!r}")
 
 
 @attrs.define
@@ -310,19 +356,19 @@ class RolloutConfig:
     :ivar env_workers: threads running env calls in parallel (1: in the rollout thread).
     """
 
-    env_groups: int = attrs.field(default=8, validator=_positive)
-    group_size: int = attrs.field(default=16, validator=_positive)
-    max_turn: int = attrs.field(default=5, validator=_positive)
-    max_actions_per_turn: int = attrs.field(default=2, validator=_positive)
+    env_groups: int = attrs.field(default=8, validator=_at_most(65_536))
+    group_size: int = attrs.field(default=16, validator=_at_most(4_096))
+    max_turn: int = attrs.field(default=5, validator=_at_most(10_000))
+    max_actions_per_turn: int = attrs.field(default=2, validator=_at_most(1_000))
     action_sep: str = "||"
     seed_train: int = 0
     seed_val: int = 123
-    val_env_groups: int = attrs.field(default=8, validator=_positive)
-    val_group_size: int = attrs.field(default=4, validator=_positive)
+    val_env_groups: int = attrs.field(default=8, validator=_at_most(65_536))
+    val_group_size: int = attrs.field(default=4, validator=_at_most(4_096))
     context_mode: Literal["full", "limited_multi_turn", "single_turn"] = "full"
-    window: int = attrs.field(default=2, validator=_positive)
+    window: int = attrs.field(default=2, validator=_at_most(10_000))
     max_context_tokens: int | None = attrs.field(default=None, validator=attrs.validators.optional(_positive))
-    max_new_tokens: int = attrs.field(default=128, validator=_positive)
+    max_new_tokens: int = attrs.field(default=128, validator=_at_most(1_048_576))
     think: bool = True
     temperature: float = attrs.field(default=1.0, validator=_nonneg)
     top_p: float = attrs.field(default=1.0, validator=_unit)
@@ -332,7 +378,7 @@ class RolloutConfig:
     use_turn_scores: bool = False
     reward_norm: Literal["identity", "mean", "mean_std", "asym_clip"] = "identity"
     reward_norm_by: Literal["group", "variant", "batch"] = "group"
-    env_workers: int = attrs.field(default=1, validator=_positive)
+    env_workers: int = attrs.field(default=1, validator=_at_most(1_024))
 
 
 @attrs.define
@@ -354,8 +400,9 @@ class PluginsConfig:
 class RunConfig:
     """Run bookkeeping: name, output directory, global seed, logging.
 
-    :ivar name: run name; the run directory is ``<output_dir>/<name>-<mode>-<YYYYmmdd-HHMMSS>`` unless ``--run-dir``
-        is given.
+    :ivar name: run name, a plain folder name (no ``/``, ``\\`` or ``..``); the run directory is
+        ``<output_dir>/<name>-<mode>-<YYYYmmdd-HHMMSS>`` (``-2``, ``-3``, ... appended when that folder exists: a new
+        run never shares a folder) unless ``--run-dir`` is given.
     :ivar output_dir: folder that holds the run directories.
     :ivar seed: global seed (model initialisation and sampling, scripted policies, warm-start demonstrations).
     :ivar log_format: ``console`` (readable lines), ``json`` (one JSON object per line) or ``auto`` (console on a
@@ -363,8 +410,8 @@ class RunConfig:
     :ivar log_level: the lowest level logged: ``debug``, ``info``, ``warning`` or ``error``.
     """
 
-    name: str = "ragen"
-    output_dir: str = "runs"
+    name: str = attrs.field(default="ragen", validator=_run_name)
+    output_dir: str = attrs.field(default="runs", validator=_folder_path)
     seed: int = 0
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -446,12 +493,76 @@ def default_config_data() -> dict[str, Any]:
 _FLOAT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
+#: the deepest nesting a config document may have (RAGEN's configs use 4 levels)
+YAML_MAX_DEPTH = 64
+#: the most nodes a document may expand to once its aliases are followed (an alias "bomb" is refused before it is
+#: built: 9 levels of 9 aliases are 387 million nodes in 509 bytes)
+YAML_MAX_NODES = 100_000
+
+
 def load_yaml(text: str) -> Any:
-    """``yaml.safe_load``, except that scientific notation without a dot (``1e-6``) is a float, as in YAML 1.2."""
+    """``yaml.safe_load``, with YAML 1.2 floats (``1e-6`` is a float) and limits: a key repeated in one mapping, more
+    than :data:`YAML_MAX_DEPTH` levels of nesting, or aliases that expand to more than :data:`YAML_MAX_NODES` nodes
+    raise ``yaml.YAMLError`` with the line, instead of a silent choice, a ``RecursionError`` or an exhausted memory."""
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    class Limited(yaml.YAMLError):
         pass
+
+    class Loader(yaml.SafeLoader):
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            self._depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._depth += 1
+            try:
+                if self._depth > YAML_MAX_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise Limited(f"nested more than {YAML_MAX_DEPTH} levels deep (line {mark.line + 1})")
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def construct_document(self, node: Any) -> Any:
+            _check_expansion(node)
+            return super().construct_document(node)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    key = self.construct_object(key_node)
+                    try:
+                        hash(key)
+                    except TypeError:
+                        continue
+                    if key in seen:
+                        raise Limited(f"duplicate key {_short(key)} (line {key_node.start_mark.line + 1}, first on "
+                                      f"line {seen[key] + 1}): a mapping names each key once")
+                    seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep)
+
+    def _check_expansion(root: Any) -> None:
+        sizes: dict[int, int] = {}
+
+        def size(node: Any) -> int:
+            known = sizes.get(id(node))
+            if known is not None:
+                return known
+            sizes[id(node)] = 1  # a cycle (a recursive alias) counts once
+            if isinstance(node, yaml.SequenceNode):
+                total = 1 + sum(size(child) for child in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                total = 1 + sum(size(k) + size(v) for k, v in node.value)
+            else:
+                total = 1
+            total = min(total, YAML_MAX_NODES + 1)
+            sizes[id(node)] = total
+            return total
+
+        if size(root) > YAML_MAX_NODES:
+            raise Limited(f"expands to more than {YAML_MAX_NODES:,} values once its aliases (*name) are followed")
 
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
     return yaml.load(text, Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
@@ -552,9 +663,12 @@ def _read_yaml(path: Any) -> dict[str, Any]:
 
     p = path if hasattr(path, "read_text") else Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {str(p)!r} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                          f"{exc.start})", hint="save it as UTF-8") from None
     try:
         loaded = load_yaml(text) or {}
     except yaml.YAMLError as exc:
@@ -684,9 +798,9 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
     ``config`` is a new object when anything changed; ``config`` itself is not modified.
 
     Variants declared under ``variants:`` are added to ``registries.envs`` first. Envs are always checked. With
-    ``strict=False``, a filter/estimator/trainer/diagnostic that is not installed is left unresolved and reported in
-    ``problems`` instead of raising (invalid options still raise), and failed cross-field checks are reported in
-    ``problems`` too. Sinks are always checked: an unknown sink, or one whose packages are missing, raises.
+    ``strict=False``, a trainer left at its default that is not installed, or a component whose plugin failed, is left
+    unresolved and reported in ``problems`` instead of raising (invalid options and names that no plugin registers
+    still raise), and failed cross-field checks are reported in ``problems`` too. Sinks are always checked: an unknown sink, or one whose packages are missing, raises.
     """
     problems: list[str] = []
     for name, spec in config.variants.items():
@@ -731,7 +845,10 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
         except ConfigError:
             raise
         except RagenError as exc:
-            if strict:
+            # a name no plugin registers is a typo on every command (a did-you-mean, exit 2); only a trainer left at
+            # its default may be missing where none is needed (``ragen rollout``, ``ragen config show``)
+            unknown = isinstance(exc, UnknownComponentError) and (path != "trainer" or config.is_explicit("trainer"))
+            if strict or unknown:
                 raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from None
             problems.append(f"{path}: {exc.message}")
             return None

@@ -32,6 +32,10 @@ class PluginError(RagenError):
     """A plugin could not be loaded, registered, or misbehaved while registering components."""
 
 
+class PluginWarning(UserWarning):
+    """A plugin loaded but looks wrong (e.g. a hook-named function without ``@hookimpl``, which pluggy ignores)."""
+
+
 class PluginLoadError(PluginError):
     """An entry point failed to import or to register with the plugin manager."""
 

@@ -84,7 +84,22 @@ class RagenPluginManager(pluggy.PluginManager):
                                   f"has an invalid hook implementation: {exc}") from exc
         if registered is not None and registered not in self.infos:
             self.infos[registered] = PluginInfo(name=registered)
+        if registered is not None:
+            self._warn_unmarked(plugin, registered)
         return registered
+
+    def _warn_unmarked(self, plugin: Any, name: str) -> None:
+        """Warn (:class:`~ragen_core.errors.PluginWarning`) about each function of ``plugin`` named like a hook but
+        not marked ``@hookimpl``: pluggy ignores it, so the plugin would load and silently do nothing."""
+        import warnings
+
+        from ragen_core.errors import PluginWarning
+
+        for attr in sorted(n for n in dir(plugin) if n.startswith("ragen_") and hasattr(hookspecs, n)):
+            fn = getattr(plugin, attr, None)
+            if callable(fn) and getattr(fn, "ragen_impl", None) is None:
+                warnings.warn(PluginWarning(f"plugin {name!r}: {attr} is not marked @hookimpl, so it is never "
+                                            "called; decorate it with ragen_core.hookimpl"), stacklevel=3)
 
     def info(self, name: str) -> PluginInfo:
         """The :class:`PluginInfo` of a registered plugin name."""
