@@ -19,13 +19,19 @@ exactly like the trainer: token ids in, token ids out, no text round trip.
 Answers carry ``choices[i].text`` (or ``.message.content``), ``finish_reason`` (``stop`` or ``length``),
 ``stop_reason`` (the stop string that ended it, else null) and ``usage`` in tokens. Concurrent requests are batched
 (requests arriving within ``batch_wait_s`` are generated together); a request with a ``seed`` is generated alone
-after ``torch.manual_seed(seed)``, so it is reproducible. It is a development and test server, not a production one.
+after ``torch.manual_seed(seed)``, so it is reproducible. It is a development and test server, not a production one,
+but it holds its ground: an optional API key (401), a bounded queue (503 with ``Retry-After``), a listen backlog of
+128, prompts and ``max_tokens`` bounded by the model's context, bounded stop strings and bodies, a read timeout for
+stalled bodies, 4xx (one line, no traceback) for every client error, silence for clients that hang up, and a
+shutdown that finishes the queued requests.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import hmac
 import json
+import os
 import queue
 import signal
 import sys
@@ -47,6 +53,17 @@ __all__ = ["HFBackend", "HFBackendConfig", "ModelServer", "add_serve_command", "
            "resolve_checkpoint"]
 
 MAX_BODY_BYTES = 8 << 20
+#: the most stop strings of a request, and characters of each
+MAX_STOP_STRINGS, MAX_STOP_CHARS = 16, 256
+#: prompt plus answer tokens when the model does not say how long its context is
+MAX_TOKENS_WITHOUT_CONTEXT = 32_768
+#: the environment variable ``ragen serve`` reads its API key from (``--api-key`` wins)
+API_KEY_ENV = "RAGEN_SERVE_API_KEY"
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _positive(_i: Any, a: Any, v: Any) -> None:
@@ -129,6 +146,12 @@ class HFBackend:
         self.policy = HFPolicy(model.eval(), tokenizer, device=device, generation_batch=config.generation_batch)
         self.tokenizer = tokenizer
 
+    @property
+    def context_length(self) -> int | None:
+        """The most tokens (prompt and answer) the model attends to (``max_position_embeddings``), if it says."""
+        value = getattr(getattr(self.policy.model, "config", None), "max_position_embeddings", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
+
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         """Sample one continuation per request (batched, token ids in and out)."""
         return self.policy.generate(requests)
@@ -145,22 +168,38 @@ class HFBackend:
 class _Batcher:
     """Generates queued requests on one worker thread, batching the unseeded ones that arrive together."""
 
-    def __init__(self, policy: Any, max_batch: int, wait_s: float) -> None:
-        self.policy, self.max_batch, self.wait_s = policy, max_batch, wait_s
+    def __init__(self, policy: Any, max_batch: int, wait_s: float, max_queue: int = 256) -> None:
+        self.policy, self.max_batch, self.wait_s, self.max_queue = policy, max_batch, wait_s, max_queue
         self.queue: queue.Queue[Any] = queue.Queue()
+        self._lock = threading.Lock()
+        self.closed = False
         self.thread = threading.Thread(target=self._loop, name="ragen-serve-batcher", daemon=True)
         self.thread.start()
 
     def submit(self, requests: list[GenerationRequest], seed: int | None) -> list[Any]:
+        """Queue ``requests`` and wait for their results; :class:`_Busy` when the queue cannot take them all (the
+        request is refused whole, nothing of it queued) or the server is stopping."""
         futures = []
-        for req in requests:
-            fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            self.queue.put((req, seed, fut))
-            futures.append(fut)
+        with self._lock:
+            if self.closed:
+                raise _Busy("the server is shutting down")
+            if self.queue.qsize() + len(requests) > self.max_queue:
+                raise _Busy(f"the request queue is full ({self.max_queue} sequences waiting)")
+            for req in requests:
+                fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                self.queue.put((req, seed, fut))
+                futures.append(fut)
         return [f.result() for f in futures]
 
-    def close(self) -> None:
-        self.queue.put(None)
+    def close(self, wait_s: float = 0.0) -> None:
+        """Take no more requests; the queued ones are still generated. ``wait_s``: wait that long for the worker to
+        finish them (a clean shutdown: no generation is cut off by the interpreter's exit)."""
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self.queue.put(None)
+        if wait_s > 0:
+            self.thread.join(timeout=wait_s)
 
     def _loop(self) -> None:
         while (item := self.queue.get()) is not None:
@@ -194,6 +233,10 @@ class _BadRequest(Exception):
     pass
 
 
+class _Busy(Exception):
+    """The server cannot take the request now (HTTP 503 with Retry-After)."""
+
+
 def _field(body: dict[str, Any], key: str, kind: Any, default: Any) -> Any:
     value = body.get(key, default)
     if value is None:
@@ -214,10 +257,14 @@ class ModelServer:
     """
 
     def __init__(self, policy: Any, *, name: str = "ragen", host: str = "127.0.0.1", port: int = 0,
-                 max_batch: int = 32, batch_wait_s: float = 0.01) -> None:
+                 max_batch: int = 32, batch_wait_s: float = 0.01, api_key: str | None = None,
+                 max_queue: int = 256, read_timeout_s: float = 30.0, shutdown_wait_s: float = 120.0) -> None:
         self.policy, self.name = policy, name
-        self.batcher = _Batcher(policy, max_batch, batch_wait_s)
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self.api_key = api_key or None
+        self.read_timeout_s, self.shutdown_wait_s = read_timeout_s, shutdown_wait_s
+        self.context_length: int | None = getattr(policy, "context_length", None)
+        self.batcher = _Batcher(policy, max_batch, batch_wait_s, max_queue)
+        self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.owner = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
@@ -241,13 +288,14 @@ class ModelServer:
         self._httpd.serve_forever(poll_interval=0.2)
 
     def stop(self) -> None:
-        """Stop serving, close the socket and the batcher (idempotent)."""
+        """Stop serving (idempotent): accept no more connections, finish the requests already queued (up to
+        ``shutdown_wait_s``), close the socket."""
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
             self._thread = None
+        self.batcher.close(wait_s=self.shutdown_wait_s)
         self._httpd.server_close()
-        self.batcher.close()
 
     def __enter__(self) -> ModelServer:
         return self.start()
@@ -275,11 +323,21 @@ class ModelServer:
         stop = [stop] if isinstance(stop, str) else stop
         if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
             raise _BadRequest("'stop' must be a string or a list of non-empty strings")
+        if len(stop) > MAX_STOP_STRINGS or any(len(s) > MAX_STOP_CHARS for s in stop):
+            raise _BadRequest(f"'stop' takes at most {MAX_STOP_STRINGS} strings of at most {MAX_STOP_CHARS} "
+                              f"characters each")
         req = dict(max_new_tokens=_field(body, "max_tokens", int, 256 if chat else 16),
                    temperature=_field(body, "temperature", float, 1.0), top_p=_field(body, "top_p", float, 1.0),
                    top_k=max(top_k, 0), stop=tuple(stop))
         if req["max_new_tokens"] < 1 or not 0 < req["top_p"] <= 1 or req["temperature"] < 0 or not 1 <= n <= 64:
             raise _BadRequest("need max_tokens >= 1, 0 < top_p <= 1, temperature >= 0, 1 <= n <= 64")
+        limit = self.context_length or MAX_TOKENS_WITHOUT_CONTEXT
+        longest = max(len(p) for p in prompts)
+        if longest + req["max_new_tokens"] > limit:
+            what = "the model's context" if self.context_length else "the server's limit"
+            raise _BadRequest(f"a prompt of {longest} tokens and max_tokens {_short(req['max_new_tokens'])} exceed "
+                              f"{what} of {limit} tokens; shorten the prompt or lower max_tokens (at most "
+                              f"{max(limit - longest, 0)} here)")
         seed = body.get("seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise _BadRequest(f"'seed' must be an integer, got {seed!r}")
@@ -324,7 +382,10 @@ class ModelServer:
         out = []
         for p in prompt:
             if isinstance(p, str):
-                out.append(list(tok(p)["input_ids"]))
+                ids = list(tok(p)["input_ids"])
+                if not ids:
+                    raise _BadRequest("an empty prompt: give at least one token of text")
+                out.append(ids)
             elif isinstance(p, list) and p and all(isinstance(t, int) and 0 <= t < len(tok) for t in p):
                 out.append(list(p))
             else:
@@ -332,27 +393,66 @@ class ModelServer:
         return out
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    """A listen backlog for bursts of clients (the standard library's is 5), and no traceback for a client that
+    left or stalled: those are the client's business."""
+
+    request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError, OSError)):
+            return
+        sys.stderr.write(f"ragen serve: {type(error).__name__} while answering {client_address[0]}: {error}\n")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "ragen-serve"
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        self.timeout = self.server.owner.read_timeout_s  # type: ignore[attr-defined]  # a stalled body ends here
+        super().setup()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         pass
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (ConnectionError, TimeoutError):  # the client left before its answer: nothing to tell anyone
+            self.close_connection = True
 
-    def _error(self, status: HTTPStatus, message: str) -> None:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        self._send(status, {"error": {"message": message, "type": kind, "code": int(status)}})
+    def _error(self, status: HTTPStatus, message: str, headers: dict[str, str] | None = None) -> None:
+        kind = ("authentication_error" if status == HTTPStatus.UNAUTHORIZED else
+                "invalid_request_error" if status < 500 else "server_error")
+        self._send(status, {"error": {"message": message, "type": kind, "code": int(status)}}, headers)
+
+    def _authorised(self) -> bool:
+        """With an API key, every route but /health needs ``Authorization: Bearer KEY`` (else 401)."""
+        key = self.server.owner.api_key  # type: ignore[attr-defined]
+        if key is None or self.path.rstrip("/") == "/health":
+            return True
+        given = self.headers.get("Authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode()):
+            return True
+        self.close_connection = True
+        self._error(HTTPStatus.UNAUTHORIZED, "a valid API key is required: Authorization: Bearer <key>",
+                    {"WWW-Authenticate": "Bearer"})
+        return False
 
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         owner = self.server.owner  # type: ignore[attr-defined]
+        if not self._authorised():
+            return
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             self._send(200, {"object": "list", "data": [{"id": owner.name, "object": "model", "created": 0,
                                                          "owned_by": "ragen"}]})
@@ -363,23 +463,37 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
         owner = self.server.owner  # type: ignore[attr-defined]
+        if not self._authorised():
+            return
         route = self.path.rstrip("/").removeprefix("/v1")
         length = self.headers.get("Content-Length", "")
         if not length.isdigit() or int(length) > MAX_BODY_BYTES:
             self.close_connection = True
             return self._error(HTTPStatus.BAD_REQUEST, "a JSON body with a Content-Length up to 8 MiB is required")
-        raw = self.rfile.read(int(length))
+        try:
+            raw = self.rfile.read(int(length))
+        except (TimeoutError, ConnectionError):  # a body shorter than its Content-Length, or a client gone
+            self.close_connection = True
+            return None
+        if len(raw) < int(length):
+            self.close_connection = True
+            return self._error(HTTPStatus.BAD_REQUEST, "the body ended before its Content-Length")
         if route not in ("/completions", "/chat/completions"):
             return self._error(HTTPStatus.NOT_FOUND, f"no route POST {self.path}; use /v1/completions or "
                                                      "/v1/chat/completions")
         try:
-            body = json.loads(raw)
+            try:
+                body = json.loads(raw)
+            except RecursionError:
+                raise _BadRequest("the JSON body is nested too deeply") from None
             if not isinstance(body, dict):
                 raise _BadRequest("the body must be a JSON object")
             self._send(200, owner.complete(body, chat=route == "/chat/completions"))
+        except _Busy as exc:
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, f"{exc}; retry shortly", {"Retry-After": "1"})
         except (_BadRequest, ValueError) as exc:
             self._error(HTTPStatus.BAD_REQUEST, str(exc))
-        except Exception as exc:  # a generation failure answers 500; the server keeps serving
+        except Exception as exc:  # a generation failure answers 500 (one line, no traceback); the server goes on
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
 
 
@@ -396,11 +510,17 @@ def add_serve_command(cli: click.Group) -> None:
                   show_default=True)
     @click.option("--max-batch", type=click.IntRange(min=1), default=32, show_default=True,
                   help="Most requests generated together.")
-    def serve(model: str, host: str, port: int, name: str | None, device: str, dtype: str, max_batch: int) -> None:
+    @click.option("--max-queue", type=click.IntRange(min=1), default=256, show_default=True,
+                  help="Most sequences waiting; beyond it a request gets 503 with Retry-After.")
+    @click.option("--api-key", default=None, help=f"Require 'Authorization: Bearer KEY' (401 otherwise; /health "
+                                                  f"stays open) [default: ${API_KEY_ENV}, else no key].")
+    def serve(model: str, host: str, port: int, name: str | None, device: str, dtype: str, max_batch: int,
+              max_queue: int, api_key: str | None) -> None:
         """Serve MODEL (a folder, tiny, smollm2-135m, a checkpoint such as RUN/checkpoints/best, or a run) over an
         OpenAI-compatible HTTP API."""
         policy = HFBackend(HFBackendConfig(model=model, device=device, dtype=dtype))  # type: ignore[arg-type]
-        server = ModelServer(policy, name=name or model, host=host, port=port, max_batch=max_batch)
+        server = ModelServer(policy, name=name or model, host=host, port=port, max_batch=max_batch,
+                             max_queue=max_queue, api_key=api_key or os.environ.get(API_KEY_ENV) or None)
 
         def stop(_signum: int, _frame: Any) -> None:
             threading.Thread(target=server._httpd.shutdown, daemon=True).start()
