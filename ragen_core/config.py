@@ -24,7 +24,6 @@ import re
 import types
 import typing
 from pathlib import Path
-from reprlib import Repr
 from typing import Any, Literal, Union
 
 import attrs
@@ -114,17 +113,13 @@ def _structure_attrs(cls: type, data: Any, path: str) -> Any:
 _FIELD_MSG = re.compile(r"^'?(\w+)'? (must .*)$", re.S)
 
 
-_REPR = Repr()
-_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 8, 8, 120, 120, 60
-reprlib_repr = _REPR.repr
-
 #: the most characters of a value echoed in an error message
 ECHO_LIMIT = 200
 
 
 def _short(value: Any) -> str:
     """``repr(value)``, cut to :data:`ECHO_LIMIT` characters (an error line never carries a huge value)."""
-    text = reprlib_repr(value)
+    text = repr(value)
     return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT - 3] + "..."
 
 
@@ -500,69 +495,49 @@ YAML_MAX_DEPTH = 64
 YAML_MAX_NODES = 100_000
 
 
+def _expanded(node: Any, memo: dict[int, int]) -> int:
+    """The nodes of a composed YAML document once its aliases are followed (capped just over the limit)."""
+    if id(node) not in memo:
+        memo[id(node)] = 1  # a recursive alias counts once
+        kids = [c for item in node.value for c in (item if isinstance(item, tuple) else (item,))] \
+            if isinstance(node.value, list) else []
+        memo[id(node)] = min(1 + sum(_expanded(c, memo) for c in kids), YAML_MAX_NODES + 1)
+    return memo[id(node)]
+
+
 def load_yaml(text: str) -> Any:
     """``yaml.safe_load``, with YAML 1.2 floats (``1e-6`` is a float) and limits: a key repeated in one mapping, more
     than :data:`YAML_MAX_DEPTH` levels of nesting, or aliases that expand to more than :data:`YAML_MAX_NODES` nodes
     raise ``yaml.YAMLError`` with the line, instead of a silent choice, a ``RecursionError`` or an exhausted memory."""
     import yaml
 
-    class Limited(yaml.YAMLError):
-        pass
-
     class Loader(yaml.SafeLoader):
-        def __init__(self, stream: Any) -> None:
-            super().__init__(stream)
-            self._depth = 0
+        depth = 0
 
         def compose_node(self, parent: Any, index: Any) -> Any:
-            self._depth += 1
-            try:
-                if self._depth > YAML_MAX_DEPTH:
-                    mark = self.peek_event().start_mark
-                    raise Limited(f"nested more than {YAML_MAX_DEPTH} levels deep (line {mark.line + 1})")
-                return super().compose_node(parent, index)
-            finally:
-                self._depth -= 1
+            self.depth += 1
+            if self.depth > YAML_MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise yaml.YAMLError(f"nested more than {YAML_MAX_DEPTH} levels deep (line {line})")
+            node = super().compose_node(parent, index)
+            self.depth -= 1
+            return node
 
         def construct_document(self, node: Any) -> Any:
-            _check_expansion(node)
+            if _expanded(node, {}) > YAML_MAX_NODES:
+                raise yaml.YAMLError(f"expands to more than {YAML_MAX_NODES:,} values once its aliases (*name) "
+                                     "are followed")
             return super().construct_document(node)
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                    key = self.construct_object(key_node)
-                    try:
-                        hash(key)
-                    except TypeError:
-                        continue
-                    if key in seen:
-                        raise Limited(f"duplicate key {_short(key)} (line {key_node.start_mark.line + 1}, first on "
-                                      f"line {seen[key] + 1}): a mapping names each key once")
-                    seen[key] = key_node.start_mark.line
+            seen: dict[str, int] = {}
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in seen:
+                        raise yaml.YAMLError(f"duplicate key {_short(key.value)} (line {key.start_mark.line + 1}, "
+                                             f"first on line {seen[key.value]}): a mapping names each key once")
+                    seen[key.value] = key.start_mark.line + 1
             return super().construct_mapping(node, deep)
-
-    def _check_expansion(root: Any) -> None:
-        sizes: dict[int, int] = {}
-
-        def size(node: Any) -> int:
-            known = sizes.get(id(node))
-            if known is not None:
-                return known
-            sizes[id(node)] = 1  # a cycle (a recursive alias) counts once
-            if isinstance(node, yaml.SequenceNode):
-                total = 1 + sum(size(child) for child in node.value)
-            elif isinstance(node, yaml.MappingNode):
-                total = 1 + sum(size(k) + size(v) for k, v in node.value)
-            else:
-                total = 1
-            total = min(total, YAML_MAX_NODES + 1)
-            sizes[id(node)] = total
-            return total
-
-        if size(root) > YAML_MAX_NODES:
-            raise Limited(f"expands to more than {YAML_MAX_NODES:,} values once its aliases (*name) are followed")
 
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
     return yaml.load(text, Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
@@ -798,9 +773,10 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
     ``config`` is a new object when anything changed; ``config`` itself is not modified.
 
     Variants declared under ``variants:`` are added to ``registries.envs`` first. Envs are always checked. With
-    ``strict=False``, a trainer left at its default that is not installed, or a component whose plugin failed, is left
-    unresolved and reported in ``problems`` instead of raising (invalid options and names that no plugin registers
-    still raise), and failed cross-field checks are reported in ``problems`` too. Sinks are always checked: an unknown sink, or one whose packages are missing, raises.
+    ``strict=False``, a component that is not installed is left unresolved and reported in ``problems`` instead of
+    raising, unless the config names it and it looks like a typo (a filter, estimator or diagnostic no plugin
+    registers; a trainer with a registered one close to it); invalid options still raise, and failed cross-field
+    checks are reported in ``problems`` too. Sinks are always checked: an unknown sink, or one whose packages are missing, raises.
     """
     problems: list[str] = []
     for name, spec in config.variants.items():
@@ -845,10 +821,11 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
         except ConfigError:
             raise
         except RagenError as exc:
-            # a name no plugin registers is a typo on every command (a did-you-mean, exit 2); only a trainer left at
-            # its default may be missing where none is needed (``ragen rollout``, ``ragen config show``)
-            unknown = isinstance(exc, UnknownComponentError) and (path != "trainer" or config.is_explicit("trainer"))
-            if strict or unknown:
+            # a name the user wrote that no plugin registers is a typo on every command (exit 2); a trainer only
+            # when a registered one is close (a config for another machine's trainer still rolls out here)
+            typo = isinstance(exc, UnknownComponentError) and config.is_explicit(path.split("[")[0]) and (
+                path != "trainer" or "did you mean" in exc.message)
+            if strict or typo:
                 raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from None
             problems.append(f"{path}: {exc.message}")
             return None

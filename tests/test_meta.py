@@ -69,11 +69,19 @@ def code_lines(path: Path) -> int:
 ROLLOUT_MODULES = {"rollout.py", "chat.py", "batching.py", "shape.py", "metrics.py"}  # the shared StarPO layer, in the core by design
 
 
+#: the size aims of the core, in lines of code: 2,000 and 2,600 until session 5, raised by the ~90 lines that harden
+#: what only the core can (issue #14: YAML limits, finite and bounded numbers, run names, exclusive run folders,
+#: strict component names on every command, the unmarked-hook warning); anything else that grows the core needs a
+#: reason of the same kind
+FRAMEWORK_AIM, CORE_AIM = 2100, 2700
+
+
 def test_core_is_small() -> None:
     sizes = {p.name: code_lines(p) for p in (ROOT / "ragen_core").rglob("*.py")}
     framework = sum(n for name, n in sizes.items() if name not in ROLLOUT_MODULES)
-    assert framework <= 2000, f"the plugin framework in ragen_core has {framework} lines of code (aim: <= 2000)"
-    assert sum(sizes.values()) <= 2600, f"ragen_core has {sum(sizes.values())} lines of code with the rollout loop"
+    assert framework <= FRAMEWORK_AIM, (f"the plugin framework in ragen_core has {framework} lines of code "
+                                        f"(aim: <= {FRAMEWORK_AIM})")
+    assert sum(sizes.values()) <= CORE_AIM, f"ragen_core has {sum(sizes.values())} lines of code with the rollout loop"
 
 
 def test_core_imports_no_plugin_and_no_torch() -> None:
