@@ -764,6 +764,25 @@ def plan_env_groups(choices: list[EnvChoice], total: int, path: str) -> list[tup
     return plan
 
 
+def _component(reg: Any, comp: Component, path: str, config: RagenConfig, strict: bool,
+               problems: list[str]) -> Any:
+    """``comp``'s options made from ``reg``; with ``strict=False`` a missing component is added to ``problems``
+    (None is returned), unless the config names it and it looks like a typo (see :func:`resolve_config`)."""
+    try:
+        return reg.get(comp.name).make_config(comp.options, path=path)
+    except ConfigError:
+        raise
+    except RagenError as exc:
+        # a name the user wrote that no plugin registers is a typo on every command (exit 2); a trainer only
+        # when a registered one is close (a config for another machine's trainer still rolls out here)
+        typo = isinstance(exc, UnknownComponentError) and config.is_explicit(path.split("[")[0]) and (
+            path != "trainer" or "did you mean" in exc.message)
+        if strict or typo:
+            raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from None
+        problems.append(f"{path}: {exc.message}")
+        return None
+
+
 def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, strict: bool = True) -> ResolvedConfig:
     """Validate the component sections against the registries and run the cross-field checks.
 
@@ -816,19 +835,7 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
                 raise ConfigError(f"{path}[{i}]: {exc.message}", hint=exc.hint) from None
 
     def component(reg: Any, comp: Component, path: str) -> Any:
-        try:
-            return reg.get(comp.name).make_config(comp.options, path=path)
-        except ConfigError:
-            raise
-        except RagenError as exc:
-            # a name the user wrote that no plugin registers is a typo on every command (exit 2); a trainer only
-            # when a registered one is close (a config for another machine's trainer still rolls out here)
-            typo = isinstance(exc, UnknownComponentError) and config.is_explicit(path.split("[")[0]) and (
-                path != "trainer" or "did you mean" in exc.message)
-            if strict or typo:
-                raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from None
-            problems.append(f"{path}: {exc.message}")
-            return None
+        return _component(reg, comp, path, config, strict, problems)
 
     plan = plan_env_groups(config.envs, config.rollout.env_groups, "envs")
     val_choices = config.val_envs or [attrs.evolve(c, groups=None) for c in config.envs]
