@@ -260,21 +260,29 @@ def test_best_is_replaced_whole_or_not_at_all(tmp_path: Path) -> None:
     assert best_checkpoint(tmp_path) == best and read_best(tmp_path)["step"] == 7
 
 
-def test_keep_last_never_deletes_best(tmp_path: Path) -> None:
-    """``_checkpoint`` on stand-ins for the model, tokenizer and optimiser: keep_last=1 deletes older ``step_N``
-    folders, never ``best``."""
+def stand_in_trainer(run_dir: Path, keep_last: int) -> tuple[Any, Any]:
+    """A ``TorchTrainer`` whose model, tokenizer and optimiser are stand-ins (``_checkpoint`` writes small fake
+    folders), and a run in ``run_dir``."""
     from types import SimpleNamespace
 
     import torch
 
-    from ragen_plugins_torch.trainer import TorchTrainer, TorchTrainerConfig, write_best
+    from ragen_plugins_torch.trainer import TorchTrainer, TorchTrainerConfig
 
-    trainer = TorchTrainer(TorchTrainerConfig(keep_last=1))
+    trainer = TorchTrainer(TorchTrainerConfig(keep_last=keep_last))
     saver = SimpleNamespace(save_pretrained=lambda folder: fake_actor(Path(folder)))
     trainer.torch, trainer.critic, trainer.empty_steps = torch, None, 0
     trainer.policy = SimpleNamespace(model=saver, tokenizer=SimpleNamespace(save_pretrained=lambda folder: None))
     trainer.optim = SimpleNamespace(state_dict=lambda: {})
-    run = SimpleNamespace(run_dir=tmp_path)
+    return trainer, SimpleNamespace(run_dir=run_dir)
+
+
+def test_keep_last_never_deletes_best(tmp_path: Path) -> None:
+    """``_checkpoint`` on stand-ins for the model, tokenizer and optimiser: keep_last=1 deletes older ``step_N``
+    folders, never ``best``."""
+    from ragen_plugins_torch.trainer import write_best
+
+    trainer, run = stand_in_trainer(tmp_path, keep_last=1)
     trainer._checkpoint(run, 1)
     write_best(tmp_path, 1, 0.5, trainer._save_actor)
     for step in (2, 3):
@@ -288,20 +296,11 @@ def test_keep_last_clean_up_killed_midway_leaves_only_whole_checkpoints(tmp_path
     """A kill while keep_last deletes an old checkpoint (simulated: the delete removes ``state.json`` and then the
     process dies) leaves no ``step_*`` folder without its ``state.json``: the folder was renamed aside first. The
     next checkpoint removes what was set aside, and resume picks the newest whole checkpoint."""
-    from types import SimpleNamespace
-
-    import torch
-
     from ragen_core.cli import _latest_checkpoint
     from ragen_plugins_torch import trainer as trainer_module
-    from ragen_plugins_torch.trainer import TorchTrainer, TorchTrainerConfig, latest_checkpoint
+    from ragen_plugins_torch.trainer import latest_checkpoint
 
-    trainer = TorchTrainer(TorchTrainerConfig(keep_last=1))
-    saver = SimpleNamespace(save_pretrained=lambda folder: fake_actor(Path(folder)))
-    trainer.torch, trainer.critic, trainer.empty_steps = torch, None, 0
-    trainer.policy = SimpleNamespace(model=saver, tokenizer=SimpleNamespace(save_pretrained=lambda folder: None))
-    trainer.optim = SimpleNamespace(state_dict=lambda: {})
-    run = SimpleNamespace(run_dir=tmp_path)
+    trainer, run = stand_in_trainer(tmp_path, keep_last=1)
     (tmp_path / "config.yaml").write_text("{}\n")  # what makes it a run directory for --resume
     trainer._checkpoint(run, 1)
     real_rmtree = trainer_module.shutil.rmtree
