@@ -50,7 +50,26 @@ two capabilities, and to clear its inheritable set. (bubblewrap's own ``--uid/--
 ``RLIMIT_CPU`` (``cpu_s``; SIGXCPU, then SIGKILL one second later), ``RLIMIT_AS`` (``memory_mb``), ``RLIMIT_NPROC``
 (``max_procs``: counted per sandbox, as the sandbox's user lives in its own user namespace), ``RLIMIT_FSIZE``
 (``max_file_mb``), ``RLIMIT_NOFILE`` (``max_open_files``) and ``RLIMIT_CORE`` (0). Each program runs in its own
-process group with a wall-clock limit (``timeout_s``): on expiry the whole group is killed. Output is read at most
+process group with a wall-clock limit (``timeout_s``): on expiry the whole group is killed.
+
+**System calls (seccomp).** Each program's process gets a seccomp filter (built on the host with libseccomp through
+``pyseccomp``, :func:`seccomp_filter`; installed after ``NoNewPrivs`` just before ``exec``, so the supervisor itself
+is unfiltered). It refuses (EPERM) the calls whose memory ``RLIMIT_AS`` does not count — System V shared memory,
+message queues and semaphores, ``memfd_create``/``memfd_secret``, ``io_uring_setup``, ``userfaultfd`` — and
+``ptrace``, ``process_vm_*``, ``perf_event_open``, ``bpf`` and the kernel keyring (:data:`DENIED_SYSCALLS`); it
+refuses signals, ``pidfd_open``, ``prlimit64`` and scheduler changes aimed at the supervisor's pid or at every
+process (``-1``), comparing the 32 bits the kernel reads; a system call of another ABI (32-bit ``int 0x80``, x32)
+kills the process. So the memory a sandbox can hold is bounded by ``max_procs`` x ``memory_mb`` of address space
+plus the ``tmp_size_mb`` tmpfs (shared anonymous mappings and tmpfs files count in the address space). No cgroup is
+used: the sandbox must also run where none is delegated to the caller.
+
+**The supervisor's own process.** Started by root, the program runs under a uid of its own (65533, mapped in the
+run's user namespace) while the supervisor stays 65534 with only CAP_SETUID/CAP_SETGID/CAP_KILL of that namespace
+(to switch the program to its uid and to kill it); the program has no capability, so the kernel refuses its signals
+and rlimit changes against the supervisor even without the filter. Started by an unprivileged user, bubblewrap can
+map one uid only, so the program shares the supervisor's: there the filter and pid 1's signal rules protect the
+supervisor (signals from inside its namespace reach pid 1 only for a handler it installed, and its one handler, the
+per-test SIGALRM backstop, ignores an alarm that comes before its timer's time). Output is read at most
 ``max_output_bytes`` per stream (the program is killed beyond that: ``output_limit``); stderr is kept as its last
 4 KiB. The number of files in ``/tmp`` is polled (every 20 ms) and the program killed beyond ``max_files`` (the
 tmpfs itself has no inode limit in bubblewrap). The host adds an overall wall-clock limit and an output cap on the
@@ -80,6 +99,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import enum
+import errno
+import functools
 import json
 import logging
 import math
@@ -126,6 +147,19 @@ INSIDE_PYTHON = "/opt/python"
 #: how much of each program's stderr is kept (its tail)
 STDERR_TAIL_BYTES = 4096
 _SANDBOX_UID = 65534
+#: the program's own user when the sandbox is started by root (the supervisor stays ``_SANDBOX_UID``): a different
+#: uid, so the program cannot signal the supervisor or change its rlimits
+_PROGRAM_UID = 65533
+#: system calls the program may not make at all (EPERM): memory the address-space limit does not see (System V
+#: shared memory and message queues, memfd, io_uring's rings, userfaultfd), the kernel keyring, and reaching into
+#: other processes (ptrace, process_vm_*, perf events, bpf); each name unknown to this libseccomp is skipped
+DENIED_SYSCALLS = ("memfd_create", "memfd_secret", "shmget", "shmat", "msgget", "semget", "io_uring_setup",
+                   "userfaultfd", "add_key", "request_key", "keyctl", "ptrace", "process_vm_readv",
+                   "process_vm_writev", "perf_event_open", "bpf")
+#: system calls the program may not aim at the supervisor (first argument = its pid, compared on the low 32 bits,
+#: as the kernel reads a pid_t) or at every process (``kill(-1, ...)``)
+_AIMED_SYSCALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open", "prlimit64",
+                   "sched_setaffinity", "sched_setscheduler", "sched_setparam")
 _BASE_ENV = (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"))
 
 
@@ -330,7 +364,10 @@ def outputs_match(actual: str, expected: str) -> bool:
 _SUPERVISOR = r'''
 import ctypes, fcntl, json, marshal, os, resource, select, signal, struct, sys, time
 
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_KEEPCAPS, _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS = 1, 4, 8, 22, 38
+_SECCOMP_MODE_FILTER = 2
+# what the supervisor keeps when the program gets a uid of its own: switching the program to it, and killing it
+_SUPERVISOR_CAPS = (1 << 5) | (1 << 6) | (1 << 7)  # CAP_KILL, CAP_SETGID, CAP_SETUID
 _LIBC = None
 try:
     _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -343,6 +380,44 @@ def _prctl(option, value):
         _LIBC.prctl(option, value, 0, 0, 0)
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _capset(mask):
+    # effective = permitted = mask (capabilities 0..31), inheritable none
+    data = (_CapData * 2)()
+    data[0].effective = data[0].permitted = mask
+    return _LIBC.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data) if _LIBC is not None else -1
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _seccomp_loader(program):
+    # the host's filter (classic BPF, 8 bytes per instruction), installed in a forked child before exec; the
+    # buffer is made here, in the supervisor, so the child only makes two prctl calls
+    if not program:
+        return None
+    if _LIBC is None:
+        raise SystemExit("the sandbox cannot install its seccomp filter (no libc through ctypes)")
+    buf = ctypes.create_string_buffer(program, len(program))
+    fprog = _Fprog(len(program) // 8, ctypes.addressof(buf))
+
+    def load():
+        if (_LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                or _LIBC.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0):
+            os.write(2, b"sandbox: could not install the seccomp filter\n")
+            os._exit(126)
+    load.keep = (buf, fprog)
+    return load
+
+
 class _Failure(BaseException):
     def __init__(self, status, detail=""):
         BaseException.__init__(self, status, detail)
@@ -353,8 +428,13 @@ class _UnitTimeout(BaseException):
     pass
 
 
+_ALARM_AT = [float("inf")]
+
+
 def _alarm(_signum, _frame):
-    raise _UnitTimeout()
+    # a SIGALRM before the timer's time was sent by someone else (a program that shares the supervisor's uid): ignore
+    if time.monotonic() >= _ALARM_AT[0] - 0.05:
+        raise _UnitTimeout()
 
 
 def _reap_orphans():
@@ -384,6 +464,8 @@ class Runner:
         self.timeout = float(job["timeout_s"])
         self.cap = int(job["max_output_bytes"])
         self.max_files = int(job["max_files"]) if job.get("count_files") else 0
+        self.program_uid = job.get("program_uid")
+        self.seccomp = _seccomp_loader(bytes.fromhex(job.get("seccomp") or ""))
         self.path = os.path.join(self.workdir, "solution.py")
         with open(self.path, "w", encoding="utf-8", errors="surrogatepass") as fh:
             fh.write(job["program"])
@@ -409,6 +491,15 @@ class Runner:
         if pid == 0:
             try:
                 os.setpgid(0, 0)
+                if self.program_uid is not None:
+                    # the program's own user, without the supervisor's capabilities (before PDEATHSIG: a change
+                    # of credentials clears it)
+                    uid = int(self.program_uid)
+                    os.setgroups([])
+                    os.setresgid(uid, uid, uid)
+                    os.setresuid(uid, uid, uid)
+                    if _capset(0) != 0 or os.getuid() != uid:
+                        os._exit(126)
                 _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
                 for target, fd in enumerate(high):
                     os.dup2(fd, target)
@@ -417,6 +508,8 @@ class Runner:
                 signal.signal(signal.SIGALRM, signal.SIG_DFL)
                 cpu = int(self.limits["cpu"])
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+                if self.seccomp is not None:
+                    self.seccomp()
                 os.execve(self.python, argv, self.env)
             finally:
                 os._exit(127)
@@ -548,6 +641,7 @@ class Runner:
             start = time.monotonic()
             candidate.deadline = start + self.timeout
             passed, status, detail = False, "ok", ""
+            _ALARM_AT[0] = time.monotonic() + self.timeout + 1.0
             signal.setitimer(signal.ITIMER_REAL, self.timeout + 1.0)
             try:
                 if "code" in unit:
@@ -568,6 +662,7 @@ class Runner:
                 status, detail = "runtime_error", _describe(exc)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+                _ALARM_AT[0] = float("inf")
             if unit.get("counted", True):
                 outcomes.append({"passed": bool(passed), "status": status, "detail": detail[:300],
                                  "wall_s": time.monotonic() - start})
@@ -856,21 +951,17 @@ def _own_limits(limits):
         resource.setrlimit(which, (value, value))
 
 
-def _drop_to(uid):
-    # bwrap (run by root) left CAP_SETUID/CAP_SETGID only: become the unprivileged sandbox user, then clear the
-    # inheritable capabilities too (no effective or permitted ones survive the uid change)
+def _drop_to(uid, keep=0):
+    # bwrap (run by root) left CAP_SETUID/CAP_SETGID (and CAP_KILL) only: become the unprivileged sandbox user and
+    # keep the capabilities in ``keep`` (those the program's own uid needs: switching to it, killing it), none
+    # inheritable; without ``keep`` no capability survives the uid change
     os.setgroups([])
+    if keep:
+        _prctl(_PR_SET_KEEPCAPS, 1)
     os.setgid(uid)
     os.setuid(uid)
-    if _LIBC is not None:
-        class _Header(ctypes.Structure):
-            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-        class _Data(ctypes.Structure):
-            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                        ("inheritable", ctypes.c_uint32)]
-
-        _LIBC.capset(ctypes.byref(_Header(0x20080522, 0)), (_Data * 2)())
+    if _capset(keep) != 0 and (keep or _LIBC is not None):
+        raise SystemExit("could not set the supervisor's capabilities")
     if os.getuid() != uid or os.geteuid() != uid or os.getgid() != uid:
         raise SystemExit("could not become the sandbox user")
 
@@ -881,7 +972,7 @@ def main():
     job = json.loads(raw)
     del raw
     if job.get("drop_to") is not None:
-        _drop_to(int(job["drop_to"]))
+        _drop_to(int(job["drop_to"]), _SUPERVISOR_CAPS if job.get("program_uid") is not None else 0)
     _prctl(_PR_SET_DUMPABLE, 0)
     nonce = job.pop("nonce")
     _own_limits(job["limits"])
@@ -981,6 +1072,40 @@ def _system_binds() -> list[str]:
     return args + ["--perms", "0755", "--dir", "/etc", "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
 
 
+def seccomp_filter(supervisor_pid: int = 1) -> bytes:
+    """The seccomp program (classic BPF, ready for ``PR_SET_SECCOMP``) that the supervisor installs in each program's
+    process before ``exec``: :data:`DENIED_SYSCALLS` fail with EPERM, so do the calls of ``_AIMED_SYSCALLS`` whose
+    first argument is ``supervisor_pid`` (1 inside bubblewrap's pid namespace) or -1; anything else is allowed, and a
+    system call of another ABI (32-bit ``int 0x80``, x32) kills the process. Built with libseccomp (``pyseccomp``)."""
+    try:
+        import pyseccomp
+    except (ImportError, OSError) as exc:  # OSError: libseccomp.so.2 missing
+        raise SandboxUnavailableError(f"the sandbox needs libseccomp and pyseccomp (pip install pyseccomp; "
+                                      f"Debian/Ubuntu: apt-get install -y libseccomp2): {exc}") from exc
+    flt = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
+    eperm = pyseccomp.ERRNO(errno.EPERM)
+    for name in DENIED_SYSCALLS:
+        try:
+            flt.add_rule(eperm, name)
+        except (ValueError, OSError, RuntimeError):
+            log.debug("seccomp: %s is not known here; not filtered", name)
+    for name in _AIMED_SYSCALLS:
+        for pid in (supervisor_pid, -1):
+            try:
+                flt.add_rule(eperm, name, pyseccomp.Arg(0, pyseccomp.MASKED_EQ, 0xFFFFFFFF, pid & 0xFFFFFFFF))
+            except (ValueError, OSError, RuntimeError):
+                log.debug("seccomp: %s is not known here; not filtered", name)
+    with tempfile.TemporaryFile() as fh:
+        flt.export_bpf(fh)
+        fh.seek(0)
+        return fh.read()
+
+
+@functools.lru_cache(maxsize=16)
+def _filter_hex(supervisor_pid: int) -> str:
+    return seccomp_filter(supervisor_pid).hex()
+
+
 def _as_root() -> bool:
     return os.geteuid() == 0
 
@@ -1001,7 +1126,7 @@ def bwrap_command(config: SandboxConfig, layout: _Layout | None = None, *, bwrap
     cmd = [bwrap]
     if as_root:
         cmd += ["--userns", "{USERNS}", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+                "--unshare-cgroup-try", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
     else:
         cmd += ["--unshare-all", "--unshare-user"]
         if disable_userns:
@@ -1052,7 +1177,7 @@ def _make_userns(deadline: float, fresh_proc: bool = False) -> int:
             raise SandboxUnavailableError("util-linux unshare --user failed: "
                                           + (helper.stderr.read() if helper.poll() is not None and helper.stderr
                                              else b"").decode("utf-8", "replace")[-300:])
-        mapping = f"0 0 1\n{_SANDBOX_UID} {_SANDBOX_UID} 1\n"
+        mapping = f"0 0 1\n{_PROGRAM_UID} {_PROGRAM_UID} 1\n{_SANDBOX_UID} {_SANDBOX_UID} 1\n"
         for name in ("uid_map", "gid_map"):
             with open(f"/proc/{helper.pid}/{name}", "w", encoding="ascii") as fh:
                 fh.write(mapping)
@@ -1136,6 +1261,7 @@ _PROBE_PROGRAM = ("import os, sys\nprint(sys.version)\nprint(sys.flags.isolated,
 
 def _find_backend(mode: str) -> _Backend:
     exe, _prefix = _host_python()
+    _filter_hex(1)  # libseccomp missing: one clear error here, before any program runs
     if mode == "unsafe_subprocess":
         return _Backend(mode=mode, prefix=(), exe=exe, env=(*_BASE_ENV,))
     path = _bwrap_path()
@@ -1174,7 +1300,8 @@ def _find_backend(mode: str) -> _Backend:
                 errors.append(str(exc))
                 continue
             result = (report.get("results") or [{"status": report.get("failed"), "stderr": report.get("detail")}])[0]
-            expected = f"{sys.version}\n1 1\n{_SANDBOX_UID} {_SANDBOX_UID}\nchmod denied"
+            uid = _PROGRAM_UID if as_root else _SANDBOX_UID
+            expected = f"{sys.version}\n1 1\n{uid} {uid}\nchmod denied"
             if result.get("status") == "ok" and result.get("stdout", "").strip() == expected:
                 if not disable_userns:
                     log.warning("bubblewrap %s cannot disable nested user namespaces (--disable-userns needs >= 0.8)",
@@ -1209,10 +1336,10 @@ def _run_job(backend: _Backend, config: SandboxConfig, job: dict[str, Any], n_un
     full = {**job, "nonce": nonce, "python": backend.exe, "workdir": workdir or "/tmp", "env": dict(backend.env),
             "limits": _job_limits(config, n_units, backend.mode), "timeout_s": config.timeout_s,
             "max_output_bytes": config.max_output_bytes, "max_files": config.max_files,
-            "count_files": backend.mode == "bwrap", "drop_to": _SANDBOX_UID if backend.userns else None}
+            "count_files": backend.mode == "bwrap", "drop_to": _SANDBOX_UID if backend.userns else None,
+            "program_uid": _PROGRAM_UID if backend.userns else None}
     if workdir is not None:
         full["env"]["HOME"] = workdir
-    data = json.dumps(full).encode("utf-8", "surrogatepass")
     wall = 10.0 + n_units * (config.timeout_s + 1.5)
     deadline = time.monotonic() + wall
     cap = 8 * config.max_output_bytes * max(1, n_units) + (1 << 20)
@@ -1239,6 +1366,14 @@ def _run_job(backend: _Backend, config: SandboxConfig, job: dict[str, Any], n_un
         finally:
             if userns_fd is not None:
                 os.close(userns_fd)
+        # the filter names the supervisor's pid: 1 in bubblewrap's pid namespace, the process itself otherwise
+        try:
+            full["seccomp"] = _filter_hex(1 if backend.prefix else proc.pid)
+        except SandboxUnavailableError:
+            _kill_tree(proc)
+            proc.wait()
+            raise
+        data = json.dumps(full).encode("utf-8", "surrogatepass")
         out, err, timed_out = _communicate(proc, data, deadline, cap)
     finally:
         if workdir is not None:

@@ -31,6 +31,8 @@ from ragen_plugins_envs.sandbox import (
 REPO = Path(__file__).resolve().parents[2]
 LIMITS = {"timeout_s": 1.0, "cpu_s": 1.0, "memory_mb": 256, "max_output_bytes": 65536, "max_procs": 24}
 SLACK_S = 3.0  # start-up and teardown allowance on a loaded two-core machine
+#: the program's uid: its own (65533) when root starts the sandbox, else the one uid an unprivileged user can map
+PROGRAM_UID = str(sandbox_module._PROGRAM_UID if os.geteuid() == 0 else sandbox_module._SANDBOX_UID)
 
 
 @pytest.fixture(scope="module")
@@ -282,7 +284,7 @@ subprocess.Popen(["sleep", "{marker}"])
 '''
     result = sandbox.run(program)
     assert result.ok, result.stderr
-    assert result.stdout.splitlines() == ["['65534', '/tmp']", "True"], result.stdout
+    assert result.stdout.splitlines() == [f"['{PROGRAM_UID}', '/tmp']", "True"], result.stdout
     wait_no_processes_with(marker)
 
 
@@ -455,7 +457,7 @@ ctypes.string_at(0)
     out = report(result)
     assert all(value == -1 for value in out.values()), out
     assert result.status is ExecStatus.KILLED and result.returncode == -11
-    assert sandbox.run("import os\nprint(os.getuid())").stdout == "65534\n"
+    assert sandbox.run("import os\nprint(os.getuid())").stdout == PROGRAM_UID + "\n"
 
 
 def test_no_capabilities_and_no_new_privileges(sandbox: Sandbox) -> None:
@@ -464,7 +466,7 @@ def test_no_capabilities_and_no_new_privileges(sandbox: Sandbox) -> None:
     for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
         assert int(fields[cap], 16) == 0, (cap, fields[cap])
     assert fields["NoNewPrivs"].strip() == "1"
-    assert fields["Uid"].split()[:2] == ["65534", "65534"]
+    assert fields["Uid"].split()[:2] == [PROGRAM_UID, PROGRAM_UID]
 
 
 # ------------------------------------------------------------------------------------------------ forged results
@@ -637,3 +639,128 @@ def test_unsafe_mode_is_an_explicit_loud_opt_in(monkeypatch: pytest.MonkeyPatch)
 def test_bad_sandbox_config(options: dict, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         SandboxConfig(**options)
+
+
+# ------------------------------------------------------------------ memory the address-space limit does not see,
+# and the supervisor's own process (issue #14: System V shared memory and memfd each held ~1.5 GB past a 1 GB
+# limit; a program sharing the supervisor's uid lowered its rlimits and stormed it with SIGALRM)
+
+MEMORY_PROBE = PROBE_HELPERS + '''
+import ctypes, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+def shm():
+    ids = []
+    for _ in range(3):
+        ident = libc.shmget(0, 512 << 20, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+        if ident < 0:
+            raise OSError(ctypes.get_errno(), "shmget")
+        address = libc.shmat(ident, None, 0)
+        ctypes.memset(address, 1, 512 << 20)
+        ids.append(ident)
+    return len(ids)
+def memfd():
+    fds = []
+    for _ in range(50):
+        fd = os.memfd_create("hog")
+        os.write(fd, b"x" * (15 << 20))
+        fds.append(fd)
+    return len(fds)
+def msgq():
+    ident = libc.msgget(0, 0o1000 | 0o600)
+    if ident < 0:
+        raise OSError(ctypes.get_errno(), "msgget")
+    return ident
+def shared_anonymous():
+    # counted by the address-space limit (256 MiB here): a 1 GiB shared mapping cannot be made
+    return len(mmap.mmap(-1, 1 << 30, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS))
+print(json.dumps({"shm": attempt(shm), "memfd": attempt(memfd), "msg": attempt(msgq),
+                  "shared": attempt(shared_anonymous)}))
+'''
+
+
+def test_memory_outside_the_address_space_limit_cannot_be_allocated(sandbox: Sandbox) -> None:
+    out = report(sandbox.run(MEMORY_PROBE))
+    assert out["shm"].startswith("ERR") and "[Errno 1]" in out["shm"], out
+    assert out["memfd"].startswith("ERR") and "[Errno 1]" in out["memfd"], out
+    assert out["msg"].startswith("ERR") and "[Errno 1]" in out["msg"], out
+    assert out["shared"].startswith("ERR"), out
+    assert sandbox.run("print(6 * 7)").stdout == "42\n"
+
+
+def test_two_processes_cannot_pile_up_memfd_memory(sandbox: Sandbox) -> None:
+    program = PROBE_HELPERS + '''
+def hog():
+    fds = []
+    for _ in range(50):
+        fd = os.memfd_create("hog")
+        os.write(fd, b"x" * (15 << 20))
+        fds.append(fd)
+    return len(fds)
+pid = os.fork()
+result = attempt(hog)
+if pid == 0:
+    os._exit(0 if result.startswith("ERR") else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps({"parent": result, "child_refused": os.WEXITSTATUS(status) == 0}))
+'''
+    out = report(sandbox.run(program))
+    assert out["parent"].startswith("ERR") and out["child_refused"], out
+
+
+def test_the_program_cannot_touch_the_supervisor(sandbox: Sandbox) -> None:
+    program = PROBE_HELPERS + '''
+import resource, signal, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def status_uid(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("Uid:"):
+            return int(line.split()[1])
+out = {"uid": os.getuid(), "supervisor_uid": status_uid(1)}
+out["prlimit"] = attempt(lambda: resource.prlimit(1, resource.RLIMIT_CPU, (1, 1)))
+out["prlimit_as"] = attempt(lambda: resource.prlimit(1, resource.RLIMIT_AS, (1 << 20, 1 << 20)))
+out["alarm"] = attempt(lambda: os.kill(1, signal.SIGALRM))
+# the kernel reads a pid_t (32 bits): a raw system call with high bits set must not slip past the filter
+out["raw_kill"] = attempt(lambda: (libc.syscall(62, ctypes.c_long(1 | (1 << 32)), signal.SIGALRM), ctypes.get_errno()))
+out["pidfd"] = attempt(lambda: os.pidfd_open(1))
+out["broadcast"] = attempt(lambda: os.kill(-1, signal.SIGALRM))
+out["own_limit"] = attempt(lambda: resource.setrlimit(resource.RLIMIT_CPU, (1, 1)))
+print(json.dumps(out))
+'''
+    result = sandbox.run(program)
+    out = report(result)
+    for key in ("prlimit", "prlimit_as", "alarm", "pidfd", "broadcast"):
+        assert out[key].startswith("ERR") and "[Errno 1]" in out[key], (key, out)
+    assert out["raw_kill"] == "OK (-1, 1)", out  # EPERM from the filter, not a delivered signal
+    assert out["own_limit"] == "OK None", out  # its own limits stay its own to lower
+    if os.geteuid() == 0:
+        # started by root, the program has a uid of its own, so the kernel refuses it even without the filter
+        assert out["uid"] == sandbox_module._PROGRAM_UID != out["supervisor_uid"] == sandbox_module._SANDBOX_UID
+    # the supervisor kept its limits: a later program still gets its full time and memory
+    assert sandbox.run("x = bytearray(64 << 20)\nprint(len(x))").stdout == str(64 << 20) + "\n"
+
+
+def test_a_signal_storm_does_not_turn_wrong_answers_into_kills(sandbox: Sandbox) -> None:
+    program = '''
+import os, signal
+def f(x):
+    if os.fork() == 0:
+        for _ in range(20000):
+            for target in (1, -1):
+                try:
+                    os.kill(target, signal.SIGALRM)
+                except OSError:
+                    pass
+        os._exit(0)
+    os.wait()
+    return -1
+'''
+    tests = [CallTest((i,), i) for i in range(4)]
+    result = sandbox.run_function_tests(program, "f", tests)
+    assert [(o.passed, o.status, o.detail) for o in result.outcomes] == [(False, ExecStatus.OK, "wrong answer")] * 4
+
+
+def test_the_filter_is_a_real_seccomp_program() -> None:
+    program = sandbox_module.seccomp_filter(1)
+    assert program and len(program) % 8 == 0  # struct sock_filter: 8 bytes per instruction
+    assert sandbox_module.seccomp_filter(1) == program  # deterministic
+    assert sandbox_module.seccomp_filter(4242) != program  # it names the supervisor's pid
