@@ -537,6 +537,8 @@ class DeepCoderConfig:
     :ivar cpu_s: CPU seconds per process.
     :ivar memory_mb: address-space limit per process, MiB.
     :ivar max_procs: processes per sandbox.
+    :ivar total_memory_mb: memory of one sandbox run, all processes together (a memory cgroup where the machine
+        allows one; 0: twice ``memory_mb`` plus the private ``/tmp``).
     :ivar max_output_bytes: output read per test run.
     :ivar sandbox_workers: parallel sandbox processes of the shared pool (0: one per CPU, at most 8).
     """
@@ -553,6 +555,7 @@ class DeepCoderConfig:
     cpu_s: float = attrs.field(default=5.0, validator=_positive_number)
     memory_mb: int = attrs.field(default=1024, validator=_positive_int)
     max_procs: int = attrs.field(default=32, validator=_positive_int)
+    total_memory_mb: int = attrs.field(default=0, validator=_non_negative_int)
     max_output_bytes: int = attrs.field(default=1 << 20, validator=_positive_int)
     sandbox_workers: int = attrs.field(default=0, validator=_non_negative_int)
 
@@ -564,7 +567,7 @@ class DeepCoderConfig:
     def sandbox_config(self) -> SandboxConfig:
         return SandboxConfig(mode=self.sandbox_mode, timeout_s=self.timeout_s, cpu_s=self.cpu_s,
                              memory_mb=self.memory_mb, max_procs=self.max_procs,
-                             max_output_bytes=self.max_output_bytes, workers=self.sandbox_workers)
+                             total_memory_mb=self.total_memory_mb, max_output_bytes=self.max_output_bytes, workers=self.sandbox_workers)
 
 
 _INSTRUCTION = (

@@ -59,9 +59,16 @@ message queues and semaphores, ``memfd_create``/``memfd_secret``, ``io_uring_set
 ``ptrace``, ``process_vm_*``, ``perf_event_open``, ``bpf`` and the kernel keyring (:data:`DENIED_SYSCALLS`); it
 refuses signals, ``pidfd_open``, ``prlimit64`` and scheduler changes aimed at the supervisor's pid or at every
 process (``-1``), comparing the 32 bits the kernel reads; a system call of another ABI (32-bit ``int 0x80``, x32)
-kills the process. So the memory a sandbox can hold is bounded by ``max_procs`` x ``memory_mb`` of address space
-plus the ``tmp_size_mb`` tmpfs (shared anonymous mappings and tmpfs files count in the address space). No cgroup is
-used: the sandbox must also run where none is delegated to the caller.
+kills the process.
+
+**The run's memory (cgroup).** Where this process may make memory cgroups (cgroup v2 with the memory controller
+delegated to its cgroup, or a writable v1 memory hierarchy, as root in most containers; probed once,
+:func:`_cgroup_parent`), each run gets its own, with ``total_memory_mb`` (default ``2 * memory_mb + tmp_size_mb``)
+for all its processes and its ``/tmp`` together, swap included. The sandbox's first process waits behind a shell
+gate until the host has put it inside, so nothing of the run starts outside; the cgroup is removed after the run. A
+process the kernel kills for that limit is reported as ``memory``. Elsewhere the bound is ``max_procs`` x
+``memory_mb`` of address space plus the ``tmp_size_mb`` tmpfs (shared anonymous mappings count in the address
+space; the filter closes the rest).
 
 **The supervisor's own process.** Started by root, the program runs under a uid of its own (65533, mapped in the
 run's user namespace) while the supervisor stays 65534 with only CAP_SETUID/CAP_SETGID/CAP_KILL of that namespace
@@ -193,6 +200,11 @@ def _mode(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
         raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, MODES))}, got {value!r}")
 
 
+def _non_negative_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative integer (0: the default), got {value!r}")
+
+
 def _workers(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{attribute.name} must be a non-negative integer (0: one per CPU, at most 8), got {value!r}")
@@ -213,6 +225,8 @@ class SandboxConfig:
     :ivar max_files: files (inodes) allowed in the private ``/tmp`` (``bwrap`` mode; polled every 20 ms).
     :ivar tmp_size_mb: size of the private ``/tmp`` tmpfs (``bwrap`` mode), MiB.
     :ivar workers: threads of the shared pool (parallel sandbox processes); 0: one per CPU, at most 8.
+    :ivar total_memory_mb: memory of one sandbox run, all its processes and its ``/tmp`` together (a memory
+        cgroup, where the machine lets this process make one); 0: ``2 * memory_mb + tmp_size_mb``.
     """
 
     mode: str = attrs.field(default="bwrap", validator=_mode)
@@ -226,6 +240,12 @@ class SandboxConfig:
     max_files: int = attrs.field(default=1000, validator=_positive_int)
     tmp_size_mb: int = attrs.field(default=64, validator=_positive_int)
     workers: int = attrs.field(default=0, validator=_workers)
+    total_memory_mb: int = attrs.field(default=0, validator=_non_negative_int)
+
+    @property
+    def total_memory_bytes(self) -> int:
+        """The memory cgroup's limit of one run, in bytes."""
+        return (self.total_memory_mb or 2 * self.memory_mb + self.tmp_size_mb) << 20
 
     def __attrs_post_init__(self) -> None:
         if self.max_open_files < 16:
@@ -1316,6 +1336,134 @@ def _find_backend(mode: str) -> _Backend:
         f"containers may need --privileged or a seccomp profile allowing clone/unshare/mount), or {_UNSAFE_HINT}")
 
 
+# ---------------------------------------------------------------------------------------- memory cgroup of a run
+
+#: the file that sets a cgroup's memory limit, per cgroup version, and its swap companion
+_CGROUP_FILES = {2: ("memory.max", "memory.swap.max"), 1: ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes")}
+_CGROUP_PARENT: list[tuple[int, str] | None] = []
+_CGROUP_LOCK = threading.Lock()
+
+
+def _own_memory_cgroups() -> list[tuple[int, str]]:
+    """This process's memory cgroup folders that might take children: ``(version, path)``, v2 first."""
+    try:
+        lines = open("/proc/self/cgroup", encoding="ascii").read().splitlines()
+        mounts = open("/proc/self/mountinfo", encoding="utf-8").read().splitlines()
+    except OSError:
+        return []
+    own = {}
+    for line in lines:
+        _h, controllers, path = line.split(":", 2)
+        if controllers == "":
+            own[2] = path
+        elif "memory" in controllers.split(","):
+            own[1] = path
+    found = []
+    for line in mounts:
+        left, _sep, right = line.partition(" - ")
+        fields, extra = left.split(), right.split()
+        if len(fields) < 5 or len(extra) < 3:
+            continue
+        root, point, fstype, options = fields[3], fields[4], extra[0], extra[2].split(",")
+        version = 2 if fstype == "cgroup2" else 1 if fstype == "cgroup" and "memory" in options else 0
+        if version not in own or not (own[version] + "/").startswith(root.rstrip("/") + "/"):
+            continue
+        folder = os.path.join(point, os.path.relpath(own[version], root))
+        if version == 2:
+            try:
+                if "memory" not in open(os.path.join(folder, "cgroup.subtree_control")).read().split():
+                    continue
+            except OSError:
+                continue
+        found.append((version, os.path.normpath(folder)))
+    return sorted(found, reverse=True)
+
+
+def _cgroup_parent() -> tuple[int, str] | None:
+    """Where each run's memory cgroup goes (found once per process: a child folder must be creatable and take a
+    limit), or None where this process may not make one (no delegated cgroup): then the runs have none."""
+    with _CGROUP_LOCK:
+        if not _CGROUP_PARENT:
+            choice = None
+            for version, folder in _own_memory_cgroups():
+                probe = os.path.join(folder, f"ragen-sandbox-probe-{os.getpid()}-{secrets.token_hex(4)}")
+                try:
+                    os.mkdir(probe)
+                except OSError:
+                    continue
+                try:
+                    with open(os.path.join(probe, _CGROUP_FILES[version][0]), "w", encoding="ascii") as fh:
+                        fh.write(str(64 << 20))
+                    choice = (version, folder)
+                except OSError:
+                    pass
+                finally:
+                    try:
+                        os.rmdir(probe)
+                    except OSError:
+                        pass
+                if choice:
+                    break
+            if choice is None:
+                log.debug("sandbox: no memory cgroup can be made here; runs are bounded by their rlimits only")
+            _CGROUP_PARENT.append(choice)
+        return _CGROUP_PARENT[0]
+
+
+class _RunCgroup:
+    """The memory cgroup of one sandbox run: made with its limit (swap included) before the run's first process
+    starts, removed when the run's processes are gone."""
+
+    def __init__(self, parent: tuple[int, str], limit: int) -> None:
+        self.version, folder = parent
+        self.path = os.path.join(folder, f"ragen-sandbox-{os.getpid()}-{secrets.token_hex(6)}")
+        os.mkdir(self.path)
+        try:
+            limit_file, swap_file = _CGROUP_FILES[self.version]
+            self._write(limit_file, str(limit))
+            if os.path.exists(os.path.join(self.path, swap_file)):
+                # v2: swap beside memory.max; v1: memory + swap together
+                self._write(swap_file, "0" if self.version == 2 else str(limit))
+        except OSError:
+            self.remove()
+            raise
+
+    def _write(self, name: str, value: str) -> None:
+        with open(os.path.join(self.path, name), "w", encoding="ascii") as fh:
+            fh.write(value)
+
+    def add(self, pid: int) -> None:
+        self._write("cgroup.procs", str(pid))
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for the run's memory limit."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            for line in open(os.path.join(self.path, name), encoding="ascii"):
+                key, _sep, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def remove(self) -> None:
+        for _ in range(100):  # the run's processes may take a moment to leave
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+        log.warning("sandbox: could not remove the run's memory cgroup %s", self.path)
+
+
+#: a gate before the sandbox's first process: ``sh`` waits for a line on its stdin (sent once the host has put it
+#: into the run's memory cgroup; the shell's ``read`` takes that line only), then becomes the command
+_GATE = ("sh", "-c", 'read -r _ && exec "$@"', "ragen-sandbox")
+
+
 def _job_limits(config: SandboxConfig, n_units: int, mode: str) -> dict[str, Any]:
     cpu = max(1, math.ceil(config.cpu_s))
     # RLIMIT_NPROC counts every process of the real user outside a user namespace: only meaningful in bwrap mode
@@ -1344,6 +1492,13 @@ def _run_job(backend: _Backend, config: SandboxConfig, job: dict[str, Any], n_un
     deadline = time.monotonic() + wall
     cap = 8 * config.max_output_bytes * max(1, n_units) + (1 << 20)
     userns_fd = None
+    cgroup = None
+    parent = _cgroup_parent()
+    if parent is not None:
+        try:
+            cgroup = _RunCgroup(parent, config.total_memory_bytes)
+        except OSError as exc:
+            log.warning("sandbox: could not make the run's memory cgroup (%s); it is bounded by rlimits only", exc)
     try:
         prefix = list(backend.prefix)
         if backend.userns:
@@ -1355,6 +1510,8 @@ def _run_job(backend: _Backend, config: SandboxConfig, job: dict[str, Any], n_un
                 return {"failed": "killed", "detail": f"the sandbox could not start: {exc}"}
             prefix = [str(userns_fd) if arg == "{USERNS}" else arg for arg in prefix]
         argv = [*prefix, backend.exe, "-I", "-S", "-B", "-c", _SUPERVISOR]
+        if cgroup is not None:
+            argv = [*_GATE, *argv]
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=dict(backend.env), cwd=workdir or "/", start_new_session=True,
@@ -1374,10 +1531,23 @@ def _run_job(backend: _Backend, config: SandboxConfig, job: dict[str, Any], n_un
             proc.wait()
             raise
         data = json.dumps(full).encode("utf-8", "surrogatepass")
+        if cgroup is not None:
+            try:
+                cgroup.add(proc.pid)  # the gate holds the sandbox's first process until it is inside
+            except OSError as exc:
+                _kill_tree(proc)
+                proc.wait()
+                if probe:
+                    raise SandboxUnavailableError(f"could not put the sandbox into its memory cgroup: {exc}") from exc
+                return {"failed": "killed", "detail": f"could not put the sandbox into its memory cgroup: {exc}"}
+            data = b"go\n" + data
         out, err, timed_out = _communicate(proc, data, deadline, cap)
+        oom_kills = cgroup.oom_kills() if cgroup is not None else 0
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+        if cgroup is not None:
+            cgroup.remove()
     text = out.decode("utf-8", "replace")
     if text.startswith(nonce):
         try:
@@ -1385,13 +1555,26 @@ def _run_job(backend: _Backend, config: SandboxConfig, job: dict[str, Any], n_un
         except ValueError:
             report = None
         if isinstance(report, dict):
-            return report
+            return _mark_oom(report) if oom_kills else report
     why = "the sandbox exceeded its overall time limit" if timed_out else (
         f"the sandbox ended without a report (exit status {proc.returncode})")
     detail = err.decode("utf-8", "replace")[-STDERR_TAIL_BYTES:]
     if probe:
         raise SandboxUnavailableError(f"{why}: {detail.strip()}")
+    if oom_kills:
+        why += f"; the run's memory cgroup ({config.total_memory_bytes >> 20} MiB) killed {oom_kills} process(es)"
     return {"failed": "timeout" if timed_out else "killed", "detail": f"{why}: {detail.strip()}"[-1000:]}
+
+
+def _mark_oom(report: dict[str, Any]) -> dict[str, Any]:
+    """The run's memory cgroup killed a process: the results it ended (SIGKILL, not on a time limit) are ``memory``."""
+    for result in report.get("results") or ():
+        if isinstance(result, dict) and result.get("status") == "killed" and result.get("returncode") == -9:
+            result["status"] = "memory"
+    for outcome in report.get("outcomes") or ():
+        if isinstance(outcome, dict) and outcome.get("status") == "killed" and "SIGKILL" in str(outcome.get("detail")):
+            outcome["status"], outcome["detail"] = "memory", "killed by the run's memory limit (cgroup)"
+    return report
 
 
 def _communicate(proc: subprocess.Popen, data: bytes, deadline: float, cap: int) -> tuple[bytes, bytes, bool]:

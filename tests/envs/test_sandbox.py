@@ -764,3 +764,54 @@ def test_the_filter_is_a_real_seccomp_program() -> None:
     assert program and len(program) % 8 == 0  # struct sock_filter: 8 bytes per instruction
     assert sandbox_module.seccomp_filter(1) == program  # deterministic
     assert sandbox_module.seccomp_filter(4242) != program  # it names the supervisor's pid
+
+
+# ------------------------------------------------------------------ the run's memory cgroup (where one can be made)
+
+def _skip_without_cgroup() -> None:
+    if sandbox_module._cgroup_parent() is None:
+        pytest.skip("this process may not make memory cgroups here (no delegated cgroup)")
+
+
+def test_processes_of_one_run_share_one_memory_bound() -> None:
+    _skip_without_cgroup()
+    sandbox = Sandbox(**{**LIMITS, "timeout_s": 15.0, "cpu_s": 10.0})  # reclaim before the kill can take a while
+    _skip_without_bwrap(sandbox)
+    # 4 x 200 MiB, each under the 256 MiB address-space limit, but together past the run's 576 MiB
+    program = '''
+import os, time
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(200 << 20)
+        time.sleep(0.3)
+        os._exit(0)
+    kids.append(pid)
+print(sum(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == -9 for pid in kids))
+'''
+    assert sandbox.config.total_memory_bytes == (2 * 256 + 64) << 20
+    result = sandbox.run(program)
+    assert result.status is ExecStatus.OK, result
+    assert int(result.stdout) >= 1  # the kernel killed at least one of them
+    left = [name for name in os.listdir(sandbox_module._cgroup_parent()[1]) if name.startswith("ragen-sandbox-")]
+    assert left == []  # each run's cgroup is removed with it
+
+
+def test_a_program_killed_by_the_run_memory_bound_is_a_memory_failure() -> None:
+    _skip_without_cgroup()
+    box = Sandbox(**{**LIMITS, "total_memory_mb": 96, "timeout_s": 15.0, "cpu_s": 10.0})
+    _skip_without_bwrap(box)
+    result = box.run("block = bytearray(200 << 20)\nprint(len(block))")
+    assert result.status is ExecStatus.MEMORY and result.stdout == "", result
+    report_ = box.run_function_tests("def f(x):\n    block = bytearray(200 << 20)\n    return x", "f",
+                                     [CallTest((1,), 1)])
+    assert report_.outcomes[0].status is ExecStatus.MEMORY, report_
+    assert box.run("print(6 * 7)").stdout == "42\n"
+
+
+def test_the_memory_bound_is_a_config_key() -> None:
+    assert SandboxConfig(memory_mb=100, tmp_size_mb=10).total_memory_bytes == 210 << 20
+    assert SandboxConfig(total_memory_mb=300).total_memory_bytes == 300 << 20
+    with pytest.raises(ValueError, match="total_memory_mb"):
+        SandboxConfig(total_memory_mb=-1)
