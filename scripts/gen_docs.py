@@ -15,8 +15,8 @@ field's doc (attrs field metadata ``doc``/``help``, else the class docstring's `
 default options, variants, and the first prompt of seed 0 exactly as the core's prompt builder
 (:mod:`ragen_core.chat`) renders it.
 
-Only the plugins of the ``ragen`` distribution itself are loaded, so a third-party plugin installed on the machine
-does not change the pages. The output is deterministic: sorted, no timestamps, no absolute paths, and no text that
+Only the built-in plugins (the repository's ``ragen-plugins-*`` distributions) are loaded, so a third-party plugin
+installed on the machine does not change the pages. The output is deterministic: sorted, no timestamps, no absolute paths, and no text that
 depends on the machine (the installed Coq version in the coq prompts is shown as ``Coq <version>``).
 ``tests/docs/test_docs_sync.py`` regenerates both pages and compares them with the committed files.
 """
@@ -50,11 +50,11 @@ class DocsUnavailable(RuntimeError):
 # --------------------------------------------------------------------------------------------- plugins
 
 def builtin_plugin_names() -> list[str]:
-    """Entry-point names (group ``ragen``) of the ``ragen`` distribution: the built-in plugins."""
+    """Entry-point names (group ``ragen``) of the built-in plugins: those of the ``ragen-plugins-*`` distributions."""
     names = set()
     for ep in md.entry_points(group="ragen"):
         dist = getattr(ep, "dist", None)
-        if dist is not None and (dist.name or "").lower() == "ragen":
+        if dist is not None and (dist.name or "").lower().replace("_", "-").startswith("ragen-plugins-"):
             names.add(ep.name)
     return sorted(names)
 
@@ -65,7 +65,7 @@ def builtin_registries() -> Any:
 
     names = builtin_plugin_names()
     if not names:
-        raise DocsUnavailable("no plugin of the 'ragen' distribution is installed (pip install -e .)")
+        raise DocsUnavailable("no built-in plugin (ragen-plugins-*) is installed (make setup)")
     pm = build_plugin_manager(environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": ",".join(names)})
     return collect_registries(pm)
 

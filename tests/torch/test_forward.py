@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from plugins.ragen_plugins_torch.forward import (  # noqa: E402
+from ragen_plugins_torch.forward import (  # noqa: E402
     MIN_SHARED_PREFIX,
     full_logprobs,
     grouped_logprobs,

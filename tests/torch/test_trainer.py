@@ -222,7 +222,7 @@ def test_the_kl_reference_is_the_warm_started_policy_and_survives_resume(tmp_pat
 
 
 def test_kl_with_lora_and_a_warm_start_is_refused() -> None:
-    from plugins.ragen_plugins_torch.trainer import TorchTrainerConfig
+    from ragen_plugins_torch.trainer import TorchTrainerConfig
 
     with pytest.raises(ValueError, match="use_kl_loss"):
         TorchTrainerConfig(use_kl_loss=True, lora_rank=4, warm_start_steps=10)

@@ -107,4 +107,4 @@ def test_train_without_verl_says_how_to_install(tmp_path: Path) -> None:
                          env={**os.environ, "RAGEN_DISABLE_PLUGINS": ""}, timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode != 0
-    assert "needs packages that are not installed" in out and "'.[verl]'" in out, out[-2000:]
+    assert "needs packages that are not installed" in out and "'ragen[verl]'" in out, out[-2000:]

@@ -11,7 +11,7 @@ from typing import Any
 
 from ragen_core import hookimpl
 
-INSTALL_HINT = ("pip install -e '.[verl]' (or pip install 'ragen[verl]'), after a torch build for your machine; "
+INSTALL_HINT = ("pip install 'ragen[verl]' (in a clone: make setup), after a torch build for your machine; "
                 "on the GPU nodes also vLLM: pip install 'verl[vllm]==0.9.1'")
 
 

@@ -218,7 +218,7 @@ def resolve_model_path(name: str) -> str:
             from ragen_plugins_torch import models
         except ImportError as exc:
             raise RagenError(f"trainer.model={name!r} is built by the torch trainer plugin, which is not importable",
-                             hint="pip install -e '.[torch]', or give a model folder / hub id") from exc
+                             hint="pip install ragen-plugins-torch (a dependency of this plugin), or give a model folder / hub id") from exc
         folder = models.build_tiny_model() if name == "tiny" else models.convert_smollm2()
         return os.fspath(folder)
     return os.path.expanduser(name)
