@@ -28,9 +28,17 @@ from typing import Any
 
 import pytest
 
-from ragen_core.checks import check_diagnostic, check_env, check_estimator, check_filter
-
 __all__ = ["check_diagnostic", "check_env", "check_estimator", "check_filter"]
+
+
+def __getattr__(name: str) -> Any:
+    # the checks (and gymnasium/numpy behind them) load on first use, not when pytest loads this plugin at every
+    # start in an environment that has ragen-core installed
+    if name in __all__:
+        from ragen_core import checks
+
+        return getattr(checks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @pytest.fixture

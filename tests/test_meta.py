@@ -118,3 +118,12 @@ def test_core_suite_passes_with_zero_plugins() -> None:
                           "-x", str(ROOT / "tests" / "core")], capture_output=True, text=True, env=env, cwd=ROOT,
                          timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+
+
+def test_the_pytest_kit_imports_nothing_heavy_when_pytest_loads_it() -> None:
+    # pytest loads the entry point `pytest11: ragen` at every start wherever ragen-core is installed
+    code = ("import sys, ragen_core.testing;"
+            "print([m for m in ('gymnasium', 'numpy', 'ragen_core.checks', 'ragen_core.plugins') if m in sys.modules]);"
+            "from ragen_core.testing import check_env; print(check_env.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", "ragen_core.checks"]
