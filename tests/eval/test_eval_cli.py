@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from ragen_core.cli import build_cli
 from ragen_core.plugins import build_plugin_manager
 from ragen_plugins_eval.engine import eval_metrics
+from tests.needs import needs_plugin
 
 SCRIPTED = ["-m", "scripted://policy", "--env", "eval_counter_far", "--env", "eval_counter", "--groups", "4",
             "--group-size", "3", "rollout.max_turn=3", "rollout.max_actions_per_turn=1", "run.log_level=error"]
@@ -144,6 +145,7 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, args: list[str], expected:
 
 
 def test_without_model_eval_is_still_the_trainers_validation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_plugin("ragen-plugins-filters", "the trainer's validation resolves the default filter 'none'")
     monkeypatch.setenv("RAGEN_PLUGINS", "tests.core.toy_plugin")
     res = ragen("eval", "env=counter", "trainer=toy", "estimator=rtg", "rollout.env_groups=2", "rollout.group_size=2",
                 "--run-dir", str(tmp_path / "v"))

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.needs import needs_plugin
 from click.testing import CliRunner
 
 ROLLOUT = ["env=sokoban", "rollout.env_groups=2", "rollout.group_size=2", "rollout.max_turn=2"]
@@ -29,6 +31,8 @@ def rollout(run_dir: Path, *overrides: str, steps: int = 3) -> Any:
     from ragen_core.cli import build_cli
     from ragen_core.plugins import build_plugin_manager
 
+    # the runs use the built-in Sokoban: with only the core and this plugin installed, these tests skip
+    needs_plugin("ragen-plugins-envs", "the sink runs use the envs plugin's sokoban")
     args = ["rollout", *ROLLOUT, *overrides, "--steps", str(steps), "--run-dir", str(run_dir)]
     return CliRunner().invoke(build_cli(build_plugin_manager()), args)
 
