@@ -3,7 +3,7 @@
 Usage: python bench/trl_grpo.py [--steps 4] [--prompts 8] [--generations 8] [--max-new-tokens 32] [--micro 16]
                                 [--threads N] [--lr 1e-6] [--json OUT] [--order ragen,trl]
 
-Needs TRL (not a ragen dependency): ``pip install trl==1.16.0`` (or ``pip install -e '.[bench]'``); without it the
+Needs TRL (not a ragen dependency): ``pip install trl==1.16.0``; without it the
 script says so and exits with status 1. Each side runs in its own process (``--side ragen|trl``) with the same torch
 thread count, float32 weights on the CPU, and the same seed; the first step of each is reported apart as warm-up and
 the figures are means over the others.
@@ -304,8 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     if (args.prompts * args.generations) % args.micro:
         parser.error("--micro must divide --prompts x --generations")
     if importlib.util.find_spec("trl") is None:
-        print(f"bench/trl_grpo.py needs TRL, which ragen does not depend on: {INSTALL}  "
-              f"(or pip install -e '.[bench]')", file=sys.stderr)
+        print(f"bench/trl_grpo.py needs TRL, which ragen does not depend on: {INSTALL}", file=sys.stderr)
         return 1
 
     import torch

@@ -214,7 +214,7 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, re
     registries = collect_registries(pm)
     if not len(registries.trainers):
         raise RagenError(f"cannot {mode}: no trainer is installed",
-                         hint="install a trainer plugin, e.g. pip install -e '.[torch]' (native) or '.[verl]'")
+                         hint="install a trainer plugin, e.g. pip install 'ragen[torch]' (native) or 'ragen[verl]'")
     try:
         spec = registries.trainers.get(config.trainer.name)
     except RagenError as exc:

@@ -26,8 +26,8 @@ def require_verl() -> None:
     if HAVE_VERL:
         return
     if os.environ.get("RAGEN_REQUIRE_VERL") == "1":
-        pytest.fail("veRL is not installed but RAGEN_REQUIRE_VERL=1: pip install -e '.[verl]'")
-    pytest.skip("veRL is not installed (pip install -e '.[verl]')")
+        pytest.fail("veRL is not installed but RAGEN_REQUIRE_VERL=1: pip install 'ragen[verl]' (in a clone: make setup)")
+    pytest.skip("veRL is not installed (pip install 'ragen[verl]'; in a clone: make setup)")
 
 
 @pytest.fixture

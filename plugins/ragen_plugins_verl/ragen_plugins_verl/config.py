@@ -30,7 +30,7 @@ __all__ = ["VERL_INSTALL", "VerlTrainerConfig", "build_verl_config", "check_reso
            "validate_verl_config", "verl_settings", "visible_gpus"]
 
 #: what ``ragen train trainer=verl`` tells a user without veRL
-VERL_INSTALL = ("pip install -e '.[verl]' (or pip install 'ragen[verl]'), after a torch build for your machine; "
+VERL_INSTALL = ("pip install 'ragen[verl]' (in a clone: make setup), after a torch build for your machine; "
                 "on the GPU nodes also vLLM: pip install 'verl[vllm]==0.9.1'")
 #: the advantage-estimator names ragen registers into veRL's registry: ``ragen_<estimator name>``
 VERL_ESTIMATOR_PREFIX = "ragen_"
