@@ -105,8 +105,11 @@ def test_each_estimator_gives_the_core_paths_advantages(registries, name: str) -
 
 @pytest.mark.parametrize("name", CRITIC_FREE)
 def test_registered_estimators_run_inside_verls_compute_advantage(registries, name: str) -> None:
-    import ragen_plugins_verl.verl_plugin  # noqa: F401 - what `import verl` loads through the entry point
     from verl.trainer.config import AlgoConfig
+
+    from ragen_plugins_verl.verl_plugin import register_estimators
+
+    assert f"ragen_{name}" in register_estimators(registries)
     from verl.trainer.ppo.ray_trainer import compute_advantage
 
     batch = rollout(registries, groups=3, group_size=4, seed=2)

@@ -114,6 +114,9 @@ def test_prepare_writes_a_validated_config_and_the_group_rows(tmp_path: Path, ti
     val = EnvGroupDataset(cfg.data.val_files)
     assert [r["ragen_seed"] for r in val.rows] == [123 + i for i in range(len(val))]
     assert {r["agent_name"] for r in train.rows} == {"ragen"}
+    loops = Path(cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path)  # veRL's workers read it
+    assert loops == tmp_path / "verl" / "agent_loops.yaml"
+    assert "_target_: ragen_plugins_verl.agent_loop.RagenAgentLoop" in loops.read_text()
 
 
 # ------------------------------------------------------------------------------------------------ agent loop

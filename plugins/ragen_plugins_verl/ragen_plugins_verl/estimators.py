@@ -23,7 +23,7 @@ from ragen_core.protocols import AdvantageInput
 from .config import VERL_ESTIMATOR_PREFIX
 from .dataproto import dense_groups
 
-__all__ = ["VerlAdvantageFn", "check_registered", "register_into_verl", "verl_incompatibility", "verl_name"]
+__all__ = ["VerlAdvantageFn", "register_into_verl", "verl_incompatibility", "verl_name"]
 
 
 def verl_name(name: str) -> str:
@@ -98,14 +98,3 @@ def register_into_verl(registries: Any) -> dict[str, str]:
                              hint="another plugin registered this name in veRL; disable it")
         done[name] = spec.name
     return done
-
-
-def check_registered(names: list[str]) -> None:
-    """Start-up self-check: veRL logs plugin load errors only at DEBUG, so a missing registration is made loud."""
-    from verl.trainer.ppo import core_algos
-
-    missing = [n for n in names if n not in core_algos.ADV_ESTIMATOR_REGISTRY]
-    if missing:
-        raise RagenError(f"ragen's estimators are not registered in veRL: {', '.join(missing)}",
-                         hint="is ragen installed in this environment (entry point group 'verl.plugins')? "
-                              "import ragen_plugins_verl.verl_plugin to see the error")

@@ -6,8 +6,10 @@
    cannot meet (:func:`~ragen_plugins_verl.config.check_resources`);
 2. translate the config (:func:`~ragen_plugins_verl.config.verl_settings`), compose veRL's ``ppo_trainer`` config,
    validate it with veRL's own classes, write it to ``<run>/verl/verl_config.yaml``;
-3. write the env-group rows (:mod:`~ragen_plugins_verl.dataset`), check that ragen's pieces are registered in veRL;
-4. ``verl.trainer.main_ppo.run_ppo`` with veRL's ``TaskRunnerV1`` in ragen's trainer mode
+3. write the env-group rows (:mod:`~ragen_plugins_verl.dataset`) and the agent-loop YAML, check that veRL can
+   resolve ragen's trainer mode (:func:`~ragen_plugins_verl.verl_plugin.check_trainer_mode`);
+4. ``verl.trainer.main_ppo.run_ppo`` with ragen's task runner (:mod:`~ragen_plugins_verl.task_runner`: veRL's
+   ``TaskRunnerV1`` that registers the mode in its own process first) in ragen's trainer mode
    (:mod:`~ragen_plugins_verl.verl_trainer`), which writes ``metrics.jsonl`` and calls ragen's hooks every step;
 5. link veRL's checkpoints into ``<run>/checkpoints/step_N`` and export the final actor as a Hugging Face folder
    there (``ragen eval trainer.model=<run>/checkpoints/step_N/actor`` or ``--resume``).
@@ -36,8 +38,8 @@ from .config import (
     verl_settings,
 )
 from .dataset import write_group_rows
-from .estimators import check_registered, verl_incompatibility, verl_name
 from .export import export_hf, latest_verl_step, link_checkpoint, verl_checkpoint_of
+from .verl_plugin import agent_loop_yaml, check_trainer_mode
 
 __all__ = ["VerlTrainer", "prepare"]
 
@@ -69,10 +71,8 @@ def prepare(run: Any, config: VerlTrainerConfig, *, visible_gpus: int | None = N
 
     (Path(run.run_dir) / "verl").mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, Path(run.run_dir) / "verl" / "verl_config.yaml")
-    if verl_incompatibility(est_spec) is None:
-        import ragen_plugins_verl.verl_plugin  # noqa: F401 - normally loaded by `import verl` (entry point)
-
-        check_registered([verl_name(est_spec.name)])
+    agent_loop_yaml(Path(cfg.actor_rollout_ref.rollout.agent.agent_loop_config_path))
+    check_trainer_mode()  # the same check runs again in Ray's task runner, where veRL looks the mode up
     return cfg
 
 
@@ -105,9 +105,11 @@ class VerlTrainer:
 
     @staticmethod
     def _launch(cfg: Any) -> None:
-        from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+        from verl.trainer.main_ppo import run_ppo
 
-        run_ppo(cfg, task_runner_class=TaskRunnerV1)
+        from .task_runner import task_runner_class
+
+        run_ppo(cfg, task_runner_class=task_runner_class())
 
     def _finish(self, run: Any) -> dict[str, Any]:
         run_dir = Path(run.run_dir)

@@ -24,7 +24,6 @@ import torch
 import transfer_queue as tq
 from tensordict import TensorDict
 from verl.protocol import DataProto
-from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
@@ -35,7 +34,6 @@ from ragen_core.runner import rollout_metrics, warn_truncation
 from .advantages import compute_advantages, is_padding, prepare_dataproto
 from .dataproto import _objects
 from .agent_loop import load_trajectory
-from .config import TRAINER_MODE
 
 __all__ = ["ActorScorer", "RagenPPOTrainer", "fetch_dataproto"]
 
@@ -85,7 +83,6 @@ class ActorScorer:
         return out
 
 
-@register_trainer(TRAINER_MODE)
 class RagenPPOTrainer(PPOTrainerSync):
     """veRL's synchronous V1 trainer with ragen's estimator, filter, diagnostics and hooks (module docstring)."""
 
@@ -94,7 +91,6 @@ class RagenPPOTrainer(PPOTrainerSync):
         from omegaconf import OmegaConf
 
         from .agent_loop import _WorkerContext
-        from .estimators import check_registered, verl_name
 
         self.ragen = _WorkerContext.get(OmegaConf.to_container(config.ragen.config, resolve=True))
         res, regs = self.ragen.resolved, self.ragen.registries
@@ -104,10 +100,6 @@ class RagenPPOTrainer(PPOTrainerSync):
         self.diagnostics = [(n, regs.diagnostics.get(n).create(c)) for n, c in res.diagnostics]
         if hasattr(self.replay_buffer, "set_filter"):
             self.replay_buffer.set_filter(self.ragen_filter)
-        names = [verl_name(s.name) for s in regs.estimators if s.name == cfg.estimator.name
-                 and not getattr(s, "needs_critic", False) and not getattr(s.load(), "needs_turn_ids", False)
-                 and not getattr(s.load(), "needs_state_keys", False)]
-        check_registered(names)
         self.run_dir = Path(config.ragen.run_dir)
         self._run = self._run_context()
 
