@@ -127,3 +127,57 @@ def test_the_pytest_kit_imports_nothing_heavy_when_pytest_loads_it() -> None:
             "from ragen_core.testing import check_env; print(check_env.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]", "ragen_core.checks"]
+
+
+def _shipped_modules() -> dict[str, Path]:
+    """Every module of the shipped packages (the core and each plugin distribution's package) by dotted name."""
+    roots = {"ragen_core": ROOT / "ragen_core"}
+    for dist in (ROOT / "ragen_plugins_envs", ROOT / "ragen_plugins_filters", *(ROOT / "plugins").glob("ragen_*")):
+        roots.update({p.name: p for p in dist.iterdir() if p.is_dir() and (p / "__init__.py").exists()})
+    modules = {}
+    for top, folder in roots.items():
+        for path in folder.rglob("*.py"):
+            parts = [top, *path.relative_to(folder).with_suffix("").parts]
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The shipped modules ``name`` imports anywhere in its code (module level or inside functions)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+        else:
+            continue
+        found.update(t for t in targets if t in modules and t != name)
+    return found
+
+
+def test_no_import_cycle_in_the_shipped_packages() -> None:
+    """Lazy imports count too: a cycle through a function-level import is still two modules that need each other."""
+    modules = _shipped_modules()
+    assert {"ragen_core.config", "ragen_plugins_envs.prover.lean", "ragen_plugins_verl.task_runner"} <= set(modules)
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert "ragen_core.errors" in graph["ragen_core.config"]  # the scan sees imports
+    cycles, state = [], {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
