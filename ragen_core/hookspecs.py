@@ -187,8 +187,9 @@ def ragen_on_run_start(run: RunContext) -> None:
 def ragen_on_rollout_end(ctx: StepContext) -> None:
     """A step's rollout finished; the batch is complete and not yet filtered.
 
-    Called once per step, before diagnostics, filtering and the update. Implementations may read
-    ``ctx.batch``; they must not change it (record what you need instead).
+    Called once per step, before diagnostics, filtering and the update (``ragen eval``, one step numbered 0: once per
+    batch of groups). Implementations may read ``ctx.batch``; they must not change it (record what you need
+    instead).
 
     :param ctx: the :class:`~ragen_core.context.StepContext` of the step.
     :returns: nothing. Not firstresult.
@@ -203,7 +204,8 @@ def ragen_collect_metrics(ctx: StepContext) -> dict[str, float] | None:
     ``ragen_on_step_end``. All plugins' dicts are merged into ``ctx.metrics``; a name that a plugin reports and
     that is already set is an error (metrics are never silently overwritten).
 
-    :param ctx: the :class:`~ragen_core.context.StepContext`; ``ctx.metrics`` holds the metrics so far.
+    :param ctx: the :class:`~ragen_core.context.StepContext`; ``ctx.metrics`` holds the metrics so far
+        (``ctx.batch`` is None at the end of ``ragen eval``: its trajectories are in ``trajectories.jsonl``).
     :returns: a dict of metric name (``family/name``) to a finite number, or None. Not firstresult.
     """
 

@@ -107,28 +107,19 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
         task = bar.add_task("rollout", total=steps, summary="")
         for step in range(1, steps + 1):
             t0 = time.perf_counter()
-            ctx = run.step_context(step)
             seeds = group_seeds(cfg.rollout.seed_train, counter, cfg.rollout.env_groups)
             counter += cfg.rollout.env_groups
             episodes = make_episodes(run.registries.envs, plan, seeds=seeds, group_size=cfg.rollout.group_size,
                                      config=cfg.rollout, codec=codec)
-            ctx.batch = run_lockstep(episodes, ScriptedPolicy.for_episodes(episodes, policy, seed=cfg.run.seed + step),
-                                     env_workers=cfg.rollout.env_workers)
-            for traj in ctx.batch:
-                if traj.env_error is not None:
-                    run.log.warning("env_error", env=traj.env, seed=traj.seed, error=traj.env_error)
-                    run.hook.ragen_on_error(ctx=ctx, error=RuntimeError(f"env {traj.env}: {traj.env_error}"))
-            run.hook.ragen_on_rollout_end(ctx=ctx)
+            ctx = run.begin_step(step, run_lockstep(
+                episodes, ScriptedPolicy.for_episodes(episodes, policy, seed=cfg.run.seed + step),
+                env_workers=cfg.rollout.env_workers))
             ctx.add_metrics(rollout_metrics(ctx.batch), source="core")
             if filt is not None:
                 selection = filt.select(ctx.batch)
                 ctx.kept = ctx.batch.select_groups(selection.kept_groups)
                 ctx.add_metrics(selection.metrics, source=f"filter {cfg.filter.name}")
-            ctx.add_metrics({"timing_s/step": time.perf_counter() - t0}, source="core")
-            run.collect_metrics(ctx)
-            run.hook.ragen_on_step_end(ctx=ctx)
-            run.write_metrics(step, ctx.metrics)
-            warn_truncation(run.log, step, ctx.metrics, cfg.rollout.max_new_tokens)
+            run.end_step(ctx, {"timing_s/step": time.perf_counter() - t0}, "core")
             result["steps"], result["metrics"] = step, dict(ctx.metrics)
             run.log.info("step", step=step, **{k: round(v, 4) for k, v in ctx.metrics.items()
                                                if k.startswith("rollout/") and k.count("/") == 1})

@@ -24,7 +24,6 @@ from ragen_core.chat import ChatCodec, system_message, user_message
 from ragen_core.config import load_config, parse_override, resolve_config, unstructure
 from ragen_core.errors import ConfigError, RagenError
 from ragen_core.rollout import make_episodes, run_lockstep
-from ragen_core.runner import warn_truncation
 
 __all__ = ["eval_metrics", "pass_at_k", "prepare_eval", "read_trajectories", "run_eval", "trajectory_record"]
 
@@ -167,11 +166,7 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
                     ep.group_id = gid
                 episodes += made
             batch = run_lockstep(episodes, policy, env_workers=rollout.env_workers)
-            ctx = run.step_context(start // size + 1, batch)
-            for traj in batch:
-                if traj.env_error is not None:
-                    run.log.warning("env_error", env=traj.env, seed=traj.seed, error=traj.env_error)
-                    run.hook.ragen_on_error(ctx=ctx, error=RuntimeError(f"env {traj.env}: {traj.env_error}"))
+            run.begin_step(0, batch)  # an evaluation is one step (0) rolled out in batches
             lines = [json.dumps(trajectory_record(t, ep.env, codec, rollout), default=_json_default) + "\n"
                      for t, ep in zip(batch, episodes)]
             with open(path, "a", encoding="utf-8") as fh:
@@ -184,8 +179,7 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
             run.log.info("eval_batch", groups_done=len(done), groups=len(groups), success=round(rate, 4))
     variants = eval_metrics(read_trajectories(path, k), k)
     metrics = {f"eval/{env}/{key}": v for env, m in variants.items() for key, v in m.items()}
-    run.write_metrics(0, metrics)  # metrics.jsonl and the metric sinks
-    warn_truncation(run.log, 0, metrics, rollout.max_new_tokens)
+    run.end_step(run.step_context(0), metrics, "eval", max_new_tokens=rollout.max_new_tokens)
     return {"status": "completed", "steps": 0, "variants": variants, "trajectories": str(path), "metrics": metrics,
             "model": settings["model"], "backend": settings["backend"],
             "token_unit": getattr(policy, "token_unit", "token"), "usage": dict(getattr(policy, "usage", {}) or {})}

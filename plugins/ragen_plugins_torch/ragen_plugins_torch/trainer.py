@@ -216,8 +216,6 @@ class TorchTrainer:
             for step in range(self.start_step + 1, tc.steps + 1):
                 validate = step == tc.steps or bool(tc.val_every and step % tc.val_every == 0)
                 ctx = self._step(run, step, validate)
-                run.write_metrics(step, ctx.metrics)
-                warn_truncation(run.log, step, ctx.metrics, run.config.rollout.max_new_tokens)
                 if validate:
                     self._keep_best(run, step, ctx.metrics)
                 result["steps"], result["metrics"] = step, dict(ctx.metrics)
@@ -267,12 +265,7 @@ class TorchTrainer:
             self._rounds = [batch]
         rollout_s = time.perf_counter() - t0
         self._extra_rounds_s = [0.0, 0.0]  # dynamic sampling's extra rounds: [rollout seconds, generation seconds]
-        ctx = run.step_context(step, batch)
-        for traj in batch:
-            if traj.env_error is not None:
-                run.log.warning("env_error", env=traj.env, seed=traj.seed, error=traj.env_error)
-                run.hook.ragen_on_error(ctx=ctx, error=RuntimeError(f"env {traj.env}: {traj.env_error}"))
-        run.hook.ragen_on_rollout_end(ctx=ctx)
+        ctx = run.begin_step(step, batch)
         metrics = rollout_metrics(batch, "rollout")
         for key, value in list(metrics.items()):
             parts = key.split("/")
@@ -327,9 +320,7 @@ class TorchTrainer:
                         "response_length/mean": metrics.get("rollout/response_length_mean", 0.0)})
         if validate:
             metrics.update(self._validate(run))
-        ctx.add_metrics(metrics, source="torch trainer")
-        run.collect_metrics(ctx)
-        run.hook.ragen_on_step_end(ctx=ctx)
+        run.end_step(ctx, metrics, "torch trainer")
         return ctx
 
     def _token_drift(self, run: Any, batch: Any, limit: int = 8) -> float:

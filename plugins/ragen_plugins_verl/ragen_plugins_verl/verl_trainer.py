@@ -8,9 +8,10 @@ the servers once per step) that changes three things:
   ``gigpo`` work with their critic values, turn ids and state keys, and every estimator honours its options;
 - the replay buffer is :class:`~ragen_plugins_verl.filtering.FilteringReplayBuffer` with the run's filter;
 - after veRL's metrics, a ragen step: the trajectories (carried in the agent loop's ``extra_fields``) go through
-  ``ragen_on_rollout_end``, the diagnostics (cross-scoring through the actor's log-prob computation),
-  ``ragen_collect_metrics`` and ``ragen_on_step_end``, and the metrics into the run's ``metrics.jsonl``. A
-  ``stop_reason`` set by a hook ends training after a checkpoint.
+  the core's step sequence (``RunContext.begin_step``: env errors to ``ragen_on_error``, ``ragen_on_rollout_end``;
+  the diagnostics, cross-scoring through the actor's log-prob computation; ``RunContext.end_step``:
+  ``ragen_collect_metrics``, ``ragen_on_step_end``, ``metrics.jsonl``, ``ragen_on_metrics``). A ``stop_reason``
+  set by a hook ends training after a checkpoint.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from verl.workers.utils.padding import response_to_nested
 
 from ragen_core.data import RolloutBatch
 from ragen_core.protocols import DiagnosticContext
-from ragen_core.runner import rollout_metrics, warn_truncation
+from ragen_core.runner import rollout_metrics
 
 from .advantages import compute_advantages, is_padding, prepare_dataproto
 from .dataproto import _objects
@@ -149,8 +150,7 @@ class RagenPPOTrainer(PPOTrainerSync):
                  if not is_padding(u) and e and "ragen_trajectory" in e]
         rollout = RolloutBatch(trajs)
         run = self._run
-        ctx = run.step_context(global_steps, rollout)
-        run.hook.ragen_on_rollout_end(ctx=ctx)
+        ctx = run.begin_step(global_steps, rollout)
         ragen_metrics = rollout_metrics(rollout, "rollout")
         ragen_metrics["train/success"] = ragen_metrics.get("rollout/success", 0.0)
         every = self.ragen.resolved.trainer.diagnostics_every
@@ -162,11 +162,7 @@ class RagenPPOTrainer(PPOTrainerSync):
             if isinstance(value, (int, float, np.number)) and key not in ragen_metrics and np.isfinite(value):
                 ragen_metrics[key] = float(value)
         ragen_metrics["timing_s/ragen_step"] = time.perf_counter() - t0
-        ctx.add_metrics(ragen_metrics, source="verl trainer")
-        warn_truncation(run.log, global_steps, ctx.metrics, self.ragen.resolved.config.rollout.max_new_tokens)
-        run.collect_metrics(ctx)
-        run.hook.ragen_on_step_end(ctx=ctx)
-        run.write_metrics(global_steps, ctx.metrics)
+        run.end_step(ctx, ragen_metrics, "verl trainer")
         if ctx.stop_reason:
             run.log.info("stop", step=global_steps, reason=ctx.stop_reason)
             self._save_checkpoint()
