@@ -38,7 +38,6 @@ if str(_REPO) not in sys.path:
 from _machine import machine  # noqa: E402  (bench/_machine.py)
 
 
-
 class Timers:
     """Accumulated seconds per category; ``exclusive`` categories do not count calls nested in another one."""
 
@@ -156,13 +155,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from ragen_plugins_torch.models import load_model_and_tokenizer
-    from ragen_plugins_torch.policy import HFPolicy
-    from ragen_plugins_torch.sft import demonstration_samples, warm_start
-
     from ragen_core.chat import ChatCodec
     from ragen_core.rollout import make_episodes, run_lockstep
     from ragen_core.runner import group_seeds
+    from ragen_plugins_torch.models import load_model_and_tokenizer
+    from ragen_plugins_torch.policy import HFPolicy
+    from ragen_plugins_torch.sft import demonstration_samples, warm_start
 
     load_at_start = list(os.getloadavg())
     resolved, registries = load_preset(args.overrides)

@@ -131,7 +131,8 @@ def main() -> None:
             np.random.seed(0)
             steps = int(1.7 * (dim[0] + dim[1]))
 
-            def gym_room(_i: int, module: ModuleType = gym_module) -> np.ndarray | None:
+            def gym_room(_i: int, module: ModuleType = gym_module, dim: tuple = dim, steps: int = steps,
+                         boxes: int = boxes) -> np.ndarray | None:
                 try:
                     structure, state, _mapping = module.generate_room(dim=dim, num_steps=steps, num_boxes=boxes,
                                                                       second_player=False)

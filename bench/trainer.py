@@ -44,7 +44,6 @@ if str(_REPO) not in sys.path:
 from _machine import machine  # noqa: E402  (bench/_machine.py)
 
 
-
 def matmul_peak(n: int = 1024, seconds: float = 3.0) -> float:
     """Best float32 matmul rate (FLOP/s) of ``n x n`` by ``n x n`` over about ``seconds``, in bursts of 5."""
     import torch
@@ -215,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     import yaml
+
     from ragen_plugins_torch.models import load_model_and_tokenizer
 
     config = yaml.safe_load((run_dir / "config.yaml").read_text())

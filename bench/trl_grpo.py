@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -87,9 +86,9 @@ def run_ragen(args: argparse.Namespace, model_folder: str, workdir: Path) -> dic
     import io
 
     import yaml
-    from ragen_plugins_torch.trainer import TorchTrainer
 
     from ragen_core.cli import run_trainer
+    from ragen_plugins_torch.trainer import TorchTrainer
 
     cpu: list[float] = []  # process CPU seconds of each step (validation excluded)
     in_validation = {"cpu": 0.0}
@@ -359,8 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [("seconds / step (mean)", "seconds_per_step", "{:.3f}"),
             ("seconds / step (best step)", "best_seconds_per_step", "{:.3f}"),
             ("process CPU seconds / step (mean)", "cpu_seconds_per_step", "{:.3f}"),
-            ("process CPU seconds / step (best step)", "best_cpu_seconds_per_step", "{:.3f}"), ("  generation s / step", "generation_s_per_step",
-             "{:.3f}"), ("  rollout s / step (gen + prompts + reward)", "rollout_s_per_step", "{:.3f}"),
+            ("process CPU seconds / step (best step)", "best_cpu_seconds_per_step", "{:.3f}"),
+            ("  generation s / step", "generation_s_per_step", "{:.3f}"),
+            ("  rollout s / step (gen + prompts + reward)", "rollout_s_per_step", "{:.3f}"),
             ("  update s / step", "update_s_per_step", "{:.3f}"),
             ("generated tokens / step", "generated_tokens_per_step", "{:.0f}"),
             ("trained tokens / step", "trained_tokens_per_step", "{:.0f}"),

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -35,7 +36,7 @@ def normalise_scores(batch: RolloutBatch, method: str = "identity", by: str = "g
             raise ValueError(f"non-finite score {t.score} in group {t.group_id} (env {t.env}, seed {t.seed})")
     if method == "identity":
         return {t.episode_id: t.score for t in trajs}
-    key = {"group": lambda t: t.group_id, "variant": lambda t: t.env, "batch": lambda t: 0}[by]
+    key: Callable[[Trajectory], Any] = {"group": lambda t: t.group_id, "variant": lambda t: t.env, "batch": lambda t: 0}[by]
     buckets: dict[Any, list[Trajectory]] = {}
     for t in trajs:
         buckets.setdefault(key(t), []).append(t)

@@ -138,7 +138,7 @@ class ChatCodec:
 
     def render(self, messages: list[dict[str, str]], *, generation: bool) -> str:
         """The chat template's text for ``messages``."""
-        return self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
+        return str(self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False))
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``text`` (no special tokens added)."""

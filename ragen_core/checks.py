@@ -85,7 +85,7 @@ def check_env(env_or_factory: Any, *, seeds: tuple[int, ...] = (0, 1, 7), n_rand
     name = type(getattr(env, "unwrapped", env)).__name__
     assert isinstance(env, gymnasium.Env), f"{name} must be a gymnasium.Env"
     base = env.unwrapped
-    assert isinstance(getattr(base, "instruction", None), str) and base.instruction.strip(), \
+    assert isinstance(instruction := getattr(base, "instruction", None), str) and instruction.strip(), \
         f"{name}.instruction must be a non-empty string"
     names = getattr(base, "action_names", None)
     assert names is None or (isinstance(names, (tuple, list)) and names and all(isinstance(a, str) and a for a in names)), \

@@ -187,7 +187,7 @@ def _add_trainer_command(cli: click.Group, mode: str) -> None:
     command.help = command.__doc__
 
 
-def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, resume: str | None = None,
+def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | Path | None = None, resume: str | None = None,
                 replay: str | None = None) -> None:
     """``train(run)`` (mode ``train``) or ``evaluate(run)`` (``eval``) of the trainer named in the config, in a new run
     directory or continuing ``resume`` from its latest checkpoint, sampling or replaying the rollouts recorded in
@@ -219,7 +219,7 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | None = None, re
         spec = registries.trainers.get(config.trainer.name)
     except RagenError as exc:
         raise ConfigError(f"trainer: {exc.message}", hint=exc.hint) from None
-    if path is None and getattr(spec, "preset", ""):
+    if path is None and getattr(spec, "preset", None):
         # the trainer's embedded default: its values are defaults (env hints replace them), the overrides explicit
         config = load_config(None, overrides, preset=spec.preset_path())
         pm = build_plugin_manager(config)
@@ -252,7 +252,7 @@ def _latest_checkpoint(run_dir: Path) -> Path:
     return steps[-1]
 
 
-def _print_table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+def _print_table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -68,7 +68,7 @@ def structure(cls: type, data: Any, path: str = "") -> Any:
 INTERNAL = "ragen_internal"
 
 
-def _is_key(f: attrs.Attribute) -> bool:
+def _is_key(f: attrs.Attribute[Any]) -> bool:
     return f.init and not f.metadata.get(INTERNAL)
 
 
@@ -234,12 +234,12 @@ def unstructure(obj: Any) -> Any:
 
 # --------------------------------------------------------------------------------------------- core sections
 
-def _nonneg(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _nonneg(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value < 0:
         raise ValueError(f"'{attribute.name}' must be >= 0: {value}")
 
 
-def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value < 1:
         raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
 
@@ -247,7 +247,7 @@ def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
 def _at_most(limit: int) -> Any:
     """Validator: ``1 <= value <= limit`` (a resource key; far above any real run, far below a typo's 10**20)."""
 
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value < 1:
             raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
         if value > limit:
@@ -256,14 +256,14 @@ def _at_most(limit: int) -> Any:
     return check
 
 
-def _run_name(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _run_name(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     text = str(value)  # one folder-name part: it must not reach outside run.output_dir
     if not text.strip() or text in (".", "..") or any(c in text for c in "/\\") or any(ord(c) < 32 for c in text):
         raise ValueError(f"'{attribute.name}' must be a plain folder name (no '/', '\\', '..' or control "
                          f"characters; it names a folder under run.output_dir): {value!r}")
 
 
-def _folder_path(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _folder_path(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not str(value).strip() or "\x00" in str(value):
         raise ValueError(f"'{attribute.name}' must be a folder path: {value!r}")
 
@@ -306,7 +306,7 @@ class EnvChoice:
     options: dict[str, Any] = attrs.field(factory=dict)
 
 
-def _unit(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
+def _unit(_inst: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"'{attribute.name}' must be in [0, 1]: {value}")
 
@@ -476,7 +476,7 @@ class RagenConfig:
 
 def default_config_data() -> dict[str, Any]:
     """The defaults as plain data (component sections flat: ``{name: ..., option: ...}``)."""
-    data = unstructure(RagenConfig())
+    data: dict[str, Any] = unstructure(RagenConfig())
     for key in ("filter", "estimator", "trainer"):
         data[key] = {"name": data[key]["name"], **data[key]["options"]}
     return data
@@ -511,7 +511,7 @@ def load_yaml(text: str) -> Any:
     raise ``yaml.YAMLError`` with the line, instead of a silent choice, a ``RecursionError`` or an exhausted memory."""
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type hints
         depth = 0
 
         def compose_node(self, parent: Any, index: Any) -> Any:
@@ -704,7 +704,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     run name derived from the model and envs.
     """
     data = load_config_data(path, overrides, preset=preset)
-    config = structure(RagenConfig, data, "")
+    config: RagenConfig = structure(RagenConfig, data, "")
     config.explicit = explicit_keys(path, overrides)
     return config
 
@@ -729,7 +729,7 @@ class ResolvedConfig:
 
     def to_data(self) -> dict[str, Any]:
         """The resolved config with every default filled in, as plain data."""
-        data = unstructure(self.config)
+        data: dict[str, Any] = unstructure(self.config)
         for key in ("filter", "estimator", "trainer"):
             comp = getattr(self.config, key)
             resolved = getattr(self, key)

@@ -61,15 +61,13 @@ class RunContext:
         """The step sequence's first half, the same for every trainer, ``ragen rollout`` and ``ragen eval``: each
         trajectory whose env failed is logged and passed to ``ragen_on_error``, then ``ragen_on_rollout_end``."""
         ctx = self.step_context(step, batch)
-        for traj in batch or ():
-            if traj.env_error is not None:
-                self.log.warning("env_error", env=traj.env, seed=traj.seed, error=traj.env_error)
-                self.pm.hook.ragen_on_error(ctx=ctx, error=RuntimeError(f"env {traj.env}: {traj.env_error}"))
+        for traj in [t for t in batch or () if t.env_error is not None]:
+            self.log.warning("env_error", env=traj.env, seed=traj.seed, error=traj.env_error)
+            self.pm.hook.ragen_on_error(ctx=ctx, error=RuntimeError(f"env {traj.env}: {traj.env_error}"))
         self.pm.hook.ragen_on_rollout_end(ctx=ctx)
         return ctx
 
-    def end_step(self, ctx: StepContext, metrics: dict[str, Any], source: str,
-                 max_new_tokens: int | None = None) -> None:
+    def end_step(self, ctx: StepContext, metrics: dict[str, Any], source: str, max_new_tokens: int | None = None) -> None:
         """The second half: the driver's ``metrics`` (reported by ``source``), ``ragen_collect_metrics``,
         ``ragen_on_step_end``, the ``metrics.jsonl`` line and ``ragen_on_metrics``, then a warning when many
         answers hit ``max_new_tokens`` (default: ``rollout.max_new_tokens``)."""
@@ -77,8 +75,7 @@ class RunContext:
         self.collect_metrics(ctx)
         self.pm.hook.ragen_on_step_end(ctx=ctx)
         self.write_metrics(ctx.step, ctx.metrics)
-        budget = self.config.rollout.max_new_tokens if max_new_tokens is None else max_new_tokens
-        warn_truncation(self.log, ctx.step, ctx.metrics, budget)
+        warn_truncation(self.log, ctx.step, ctx.metrics, max_new_tokens or self.config.rollout.max_new_tokens)
 
     def collect_metrics(self, ctx: StepContext) -> None:
         """Call ``ragen_collect_metrics`` plugin by plugin and merge the results into ``ctx.metrics``."""

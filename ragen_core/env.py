@@ -79,7 +79,7 @@ class TextEnv(gymnasium.Env[str, str]):
     """
 
     config_cls: ClassVar[type] = NoOptions
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # an instance variable in gymnasium.Env
 
     #: the task, shown in the system prompt
     instruction: str = ""

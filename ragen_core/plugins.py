@@ -251,7 +251,7 @@ def plugin_infos(pm: RagenPluginManager, registries: Registries | None = None) -
     for name in names:
         info = pm.info(name)
         plugin = pm.get_plugin(name)
-        hooks = sorted(h.name for h in pm.get_hookcallers(plugin)) if plugin is not None else []
+        hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or []) if plugin is not None else []
         out.append({
             "name": name, "distribution": info.distribution, "version": info.version,
             "entry_point": info.entry_point, "status": info.status, "hooks": hooks,

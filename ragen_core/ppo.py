@@ -19,19 +19,19 @@ import attrs
 __all__ = ["PPOOptions", "leading"]
 
 
-def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value <= 0:
         raise ValueError(f"'{attribute.name}' must be > 0: {value}")
 
 
-def _non_negative(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _non_negative(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value < 0:
         raise ValueError(f"'{attribute.name}' must be >= 0: {value}")
 
 
-def leading(*names: str) -> Callable[[type, list[attrs.Attribute]], list[attrs.Attribute]]:
+def leading(*names: str) -> Callable[[type, list[attrs.Attribute[Any]]], list[attrs.Attribute[Any]]]:
     """An attrs ``field_transformer`` that puts the fields ``names`` first, in this order."""
-    def transform(_cls: type, fields: list[attrs.Attribute]) -> list[attrs.Attribute]:
+    def transform(_cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
         first = sorted((f for f in fields if f.name in names), key=lambda f: names.index(f.name))
         return [*first, *(f for f in fields if f.name not in names)]
 

@@ -279,7 +279,7 @@ class Registry(Generic[S]):
     def __init__(self, spec_cls: type[S]) -> None:
         self.spec_cls = spec_cls
         self.kind = spec_cls.kind
-        self._specs: dict[str, Any] = {}
+        self._specs: dict[str, S] = {}
         self._owner = ""
 
     @contextlib.contextmanager
@@ -379,7 +379,7 @@ class EnvRegistry(Registry[EnvSpec]):
             variant = EnvVariant(name=name, env=env, params=dict(params or {}), instruction=instruction,
                                  description=description, plugin=self._owner, hints=hints)
         except (TypeError, ValueError) as exc:
-            raise PluginError(f"plugin {self._owner or '?'} registered env variant {name!r} with bad fields: {exc}")
+            raise PluginError(f"plugin {self._owner or '?'} registered env variant {name!r} with bad fields: {exc}") from exc
         self._add(variant)
         return variant
 
@@ -393,7 +393,7 @@ class EnvRegistry(Registry[EnvSpec]):
 
     def _chain(self, name: str) -> tuple[list[EnvVariant], EnvSpec]:
         """The variants from ``name`` down (nearest first) and the env they end at."""
-        variants, spec = [], self.get(name)
+        variants, spec = list[EnvVariant](), self.get(name)
         while isinstance(spec, EnvVariant):
             if spec in variants:
                 raise RagenError(f"env variant cycle: {' -> '.join([*(v.name for v in variants), spec.name])}")

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import random
 from collections.abc import Callable, Generator, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 
@@ -148,7 +149,7 @@ class Episode:
             turn.format_penalty = cfg.format_penalty if parsed.penalised else 0.0
             done = False
             for action in parsed.actions:
-                step, error = yield EnvCall(lambda a=action: env.step(a))
+                step, error = yield EnvCall(functools.partial(env.step, action))
                 if error is not None:
                     traj.turns.append(turn)
                     return self._failed(traj, error)
@@ -282,7 +283,7 @@ async def run_async(episode: Episode, agenerate: Callable[[GenerationRequest], A
         try:
             request = gen.send(value)
         except StopIteration as stop:
-            return stop.value
+            return cast(Trajectory, stop.value)
 
 
 class ScriptedPolicy:

@@ -16,12 +16,18 @@ from typing import Any
 
 import yaml
 
-from ragen_core.context import RunContext
 from ragen_core.chat import ChatCodec, TextTokenizer
+from ragen_core.context import RunContext
 from ragen_core.errors import RagenError
 from ragen_core.log import get_logger
-from ragen_core.metrics import (STANDARD_INFO_KEYS, TRUNCATION_WARNING_RATE, final_info, info_metrics,
-                                rollout_metrics, warn_truncation)
+from ragen_core.metrics import (
+    STANDARD_INFO_KEYS,
+    TRUNCATION_WARNING_RATE,
+    final_info,
+    info_metrics,
+    rollout_metrics,
+    warn_truncation,
+)
 from ragen_core.plugins import plugin_infos
 from ragen_core.rollout import ScriptedPolicy, make_episodes, run_lockstep
 
@@ -92,14 +98,12 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    cfg = run.config
-    plan = run.resolved.env_plan
+    cfg, plan = run.config, run.resolved.env_plan
     codec = ChatCodec(TextTokenizer(), think=cfg.rollout.think)
     counter = 0
     result: dict[str, Any] = {"status": "completed", "steps": 0, "metrics": {}}
-    filt = None
-    if run.resolved.filter is not None:
-        filt = run.registries.filters.get(cfg.filter.name).create(run.resolved.filter)
+    filt = (run.registries.filters.get(cfg.filter.name).create(run.resolved.filter)
+            if run.resolved.filter is not None else None)
     columns = [TextColumn("[bold]rollout"), BarColumn(), TextColumn("step {task.completed}/{task.total}"),
                TextColumn("{task.fields[summary]}"), TimeRemainingColumn()]
     console = Console(stderr=True)
@@ -111,13 +115,13 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
             counter += cfg.rollout.env_groups
             episodes = make_episodes(run.registries.envs, plan, seeds=seeds, group_size=cfg.rollout.group_size,
                                      config=cfg.rollout, codec=codec)
-            ctx = run.begin_step(step, run_lockstep(
-                episodes, ScriptedPolicy.for_episodes(episodes, policy, seed=cfg.run.seed + step),
-                env_workers=cfg.rollout.env_workers))
-            ctx.add_metrics(rollout_metrics(ctx.batch), source="core")
+            batch = run_lockstep(episodes, ScriptedPolicy.for_episodes(episodes, policy, seed=cfg.run.seed + step),
+                                 env_workers=cfg.rollout.env_workers)
+            ctx = run.begin_step(step, batch)
+            ctx.add_metrics(rollout_metrics(batch), source="core")
             if filt is not None:
-                selection = filt.select(ctx.batch)
-                ctx.kept = ctx.batch.select_groups(selection.kept_groups)
+                selection = filt.select(batch)
+                ctx.kept = batch.select_groups(selection.kept_groups)
                 ctx.add_metrics(selection.metrics, source=f"filter {cfg.filter.name}")
             run.end_step(ctx, {"timing_s/step": time.perf_counter() - t0}, "core")
             result["steps"], result["metrics"] = step, dict(ctx.metrics)
@@ -125,8 +129,7 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
                                                if k.startswith("rollout/") and k.count("/") == 1})
             bar.update(task, advance=1, summary=f"success {ctx.metrics.get('rollout/success', 0.0):.2f}")
             if ctx.stop_reason:
-                result["status"] = "stopped"
-                result["stop_reason"] = ctx.stop_reason
+                result.update(status="stopped", stop_reason=ctx.stop_reason)
                 break
     return result
 

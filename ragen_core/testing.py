@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["check_diagnostic", "check_env", "check_estimator", "check_filter"]
+__all__ = ["check_diagnostic", "check_env", "check_estimator", "check_filter"]  # noqa: F822 - from __getattr__
 
 
 def __getattr__(name: str) -> Any:

@@ -327,7 +327,7 @@ def undocumented_options() -> list[str]:
         missing += [f"{cls.__module__}:{cls.__qualname__}.{r.key}" for r in option_rows(cls) if not r.doc]
     registries = builtin_registries()
     seen: set[type] = set()
-    for kind, reg in registries.all().items():
+    for _kind, reg in registries.all().items():
         for spec in reg:
             if not hasattr(spec, "config_class"):
                 continue

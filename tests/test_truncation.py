@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+
 import pytest
 import structlog
 from hypothesis import given, settings

@@ -14,9 +14,9 @@ def ragen_register_envs(registry):  # noqa: ANN001, ANN201 - the hookspec docume
     """Register every built-in env and variant."""
     from ragen_plugins_envs.registration_code import register_code_envs
     from ragen_plugins_envs.registration_grid import register_grid_envs
-    from ragen_plugins_envs.registration_text import register_text_envs
     from ragen_plugins_envs.registration_prover import register_prover_envs
     from ragen_plugins_envs.registration_search import register_search_envs
+    from ragen_plugins_envs.registration_text import register_text_envs
     from ragen_plugins_envs.registration_webshop import register_webshop_envs
 
     register_grid_envs(registry)

@@ -481,7 +481,8 @@ class CountdownEnv(TextEnv):
         if self.problems is not None:
             self.problem = self.problems[int(self.np_random.integers(len(self.problems)))]
         else:
-            self.problem = generate_problem(self.np_random, num_count=cfg.num_count, number_range=cfg.number_range,
+            self.problem = generate_problem(self.np_random, num_count=_as_pair(cfg.num_count),
+                                            number_range=cfg.number_range,
                                             target_range=cfg.target_range)
         self._answer = None
         self._verdict = ""

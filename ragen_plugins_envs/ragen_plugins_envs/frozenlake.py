@@ -302,7 +302,7 @@ class FrozenLakeEnv(TextEnv):
 
     # -- rendering ----------------------------------------------------------------------------------------------
 
-    def render(self) -> str:  # type: ignore[override]
+    def render(self) -> str:
         """The state as text, in the configured ``render_mode`` (grid, coordinates, or both)."""
         mode = self.config.render_mode
         if mode == "text":

@@ -292,14 +292,15 @@ class _Rng:
     def __init__(self, generator: np.random.Generator) -> None:
         self.g = generator
 
-    def int(self, lo: int, hi: int) -> int:
-        return int(self.g.integers(lo, hi + 1))
-
     def pick(self, items: Sequence[Any]) -> Any:
         return items[int(self.g.integers(len(items)))]
 
     def sample(self, items: Sequence[Any], k: int) -> list[Any]:
         return [items[i] for i in self.g.choice(len(items), size=k, replace=False)]
+
+    # last in the class body: below it, ``int`` in an annotation would name this method
+    def int(self, lo: int, hi: int) -> int:
+        return int(self.g.integers(lo, hi + 1))
 
 
 _NAMES = ("Alice", "Ben", "Carla", "David", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jamal", "Kofi", "Lena",

@@ -4,8 +4,8 @@ Rules (gym-sokoban's, which RAGEN uses unchanged):
 
 - The room is a grid enclosed by walls. The player moves ``Up``, ``Down``, ``Left`` or ``Right``; walking into a box
   pushes it one cell if the cell behind it is free (not a wall, not another box). Boxes cannot be pulled.
-- Reward per step: ``-0.1`` (option ``step_penalty``); ``+1`` when the step pushes a box onto a target, ``-1`` when it pushes one off a target;
-  ``+10`` when every box is on a target, which ends the episode (``terminated=True``, ``success=True``).
+- Reward per step: ``-0.1`` (option ``step_penalty``); ``+1`` when the step pushes a box onto a target, ``-1`` when
+  it pushes one off a target; ``+10`` when every box is on a target, which ends the episode (``terminated=True``, ``success=True``).
 - Walking into a wall, or pushing a box into a wall or another box, is a *valid* action that changes nothing:
   ``action_is_valid=True``, ``action_is_effective=False``, reward ``-0.1`` (as in gym-sokoban).
 - Anything that is not one of the four action names (matched case-insensitively after stripping whitespace) is
@@ -512,7 +512,7 @@ def generate_room(rng: np.random.Generator, dim_room: tuple[int, int] = (6, 6), 
     :returns: the room as an ``int8`` array of cell codes.
     :raises SokobanGenerationError: no topology gave a positive score within ``max_tries`` tries.
     """
-    return _generate_layout(rng, tuple(dim_room), num_boxes, search_depth, num_gen_steps, p_change_directions,
+    return _generate_layout(rng, (int(dim_room[0]), int(dim_room[1])), num_boxes, search_depth, num_gen_steps, p_change_directions,
                             max_tries, reverse_search).to_array()
 
 
@@ -742,7 +742,7 @@ class SokobanEnv(TextEnv):
 
     # -- rendering ----------------------------------------------------------------------------------------------
 
-    def render(self) -> str:  # type: ignore[override]
+    def render(self) -> str:
         """The state as text, in the configured ``render_mode`` (grid, coordinates, or both)."""
         if self._layout is None:
             raise RuntimeError("SokobanEnv.render() called before reset()")

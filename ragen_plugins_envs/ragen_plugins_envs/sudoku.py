@@ -79,7 +79,8 @@ def _box_side(size: int) -> int:
 
 def _flatten(grid: Sequence[Sequence[int]] | Sequence[int]) -> tuple[list[int], int]:
     """A flat row-major copy of ``grid`` (2-D rows or flat) and its side length."""
-    cells = [list(row) for row in grid] if grid and isinstance(grid[0], (list, tuple)) else None
+    cells = ([list(row) for row in grid]  # type: ignore[arg-type]  # rows: checked by the isinstance
+             if grid and isinstance(grid[0], (list, tuple)) else None)
     if cells is not None:
         size = len(cells)
         if any(len(row) != size for row in cells):

@@ -24,6 +24,7 @@ Shared options of the selecting filters (``top_p``, ``top_k``, ``top_k_abs``, ``
 from __future__ import annotations
 
 import math
+import typing
 from typing import Any, Literal
 
 import attrs
@@ -50,13 +51,13 @@ LossScale = Literal["none", "linear", "sqrt"]
 TopPMode = Literal["linear", "softmax"]
 
 #: the per-group scores a filter can rank by
-METRICS: tuple[str, ...] = Metric.__args__
+METRICS: tuple[str, ...] = typing.get_args(Metric)
 #: which end of the ranking is kept
-ORDERS: tuple[str, ...] = Order.__args__
+ORDERS: tuple[str, ...] = typing.get_args(Order)
 #: how the kept ratio turns into a loss scale
-LOSS_SCALES: tuple[str, ...] = LossScale.__args__
+LOSS_SCALES: tuple[str, ...] = typing.get_args(LossScale)
 #: how ``top_p`` turns scores into the mass it accumulates
-TOP_P_MODES: tuple[str, ...] = TopPMode.__args__
+TOP_P_MODES: tuple[str, ...] = typing.get_args(TopPMode)
 
 
 class _OneOf:

@@ -2,8 +2,8 @@
 
 Keys are collected from what the code actually emits: a scripted ``ragen rollout`` (the core's rollout metrics and a
 filter's), every built-in filter and diagnostic run on synthetic batches, and (slow) a tiny training run of the
-native trainer with a critic, the KL loss, a warm-start and validation, plus a ``ragen eval`` of the tiny model. Glossary entries may be patterns:
-``<variant>``, ``<family>`` or ``<k>`` stand for one path segment or part of one.
+native trainer with a critic, the KL loss, a warm-start and validation, plus a ``ragen eval`` of the tiny model.
+Glossary entries may be patterns: ``<variant>``, ``<family>`` or ``<k>`` stand for one path segment or part of one.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from ragen_plugins_estimators.outcome import (
     DrGRPO,
     DrGRPOConfig,
     GRPOConfig,
-    RLOOConfig,
     ReinforcePP,
     ReinforcePPBaseline,
     ReinforcePPBaselineConfig,
     ReinforcePPConfig,
+    RLOOConfig,
 )
 from tests.estimators import reference as ref
 

@@ -1,6 +1,7 @@
-"""(Built-in plugins loaded, as a user has them.) Bad config gets one clear line, never a traceback, a silent choice or an exhausted memory: non-UTF-8 files, deep
-nesting, duplicate keys, alias bombs, NaN and infinity, absurd resource sizes, unknown component names on every
-command, unknown command-line options, and hook functions a plugin forgot to mark."""
+"""(Built-in plugins loaded, as a user has them.) Bad config gets one clear line, never a traceback, a silent choice
+or an exhausted memory: non-UTF-8 files, deep nesting, duplicate keys, alias bombs, NaN and infinity, absurd
+resource sizes, unknown component names on every command, unknown command-line options, and hook functions a plugin
+forgot to mark."""
 
 from __future__ import annotations
 

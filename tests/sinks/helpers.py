@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from tests.needs import needs_plugin
-from click.testing import CliRunner
 
 ROLLOUT = ["env=sokoban", "rollout.env_groups=2", "rollout.group_size=2", "rollout.max_turn=2"]
 

@@ -185,7 +185,7 @@ def test_a_failing_sink_warns_once_and_the_run_goes_on(tmp_path: Path, fail_on: 
     assert len(warnings) == 1, logs
     assert warnings[0]["sink"] == "sinks[0] (memory)" and warnings[0]["action"] == fail_on
     assert "metrics.jsonl still has every metric" in warnings[0]["note"]
-    assert [e for e in SEEN["good"] if isinstance(e[0], int)] == [(l.pop("step"), l) for l in lines(run)]
+    assert [e for e in SEEN["good"] if isinstance(e[0], int)] == [(line.pop("step"), line) for line in lines(run)]
     bad = SEEN.get("bad", [])
     steps = [e[0] for e in bad if isinstance(e[0], int)]
     assert steps == {"create": [], "open": [], "write": [1], "close": [1, 2, 3]}[fail_on]

@@ -217,7 +217,8 @@ def test_shared_prompt_prefill_samples_what_one_prefill_per_request_samples(tiny
         policy = HFPolicy(model, tokenizer, share_prompts=share)
         prefilled: list[int] = []
         original = policy._prefill
-        policy._prefill = lambda ids, mask: prefilled.append(ids.shape[0]) or original(ids, mask)
+        policy._prefill = (lambda ids, mask, prefilled=prefilled, original=original:
+                           prefilled.append(ids.shape[0]) or original(ids, mask))
         torch.manual_seed(7)
         results.append(policy.generate(reqs))
         assert prefilled == ([len(texts)] if share else [])

@@ -55,6 +55,7 @@ class GuessNumberEnv(TextEnv):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         text = action.strip() if isinstance(action, str) else ""
         guess = int(text) if text.isascii() and text.isdigit() and len(text) < 10 else None
+        info: dict[str, Any]
         if self._done or guess is None or not 1 <= guess <= self.config.high:
             info = {"success": self._done, "action_is_valid": False, "action_is_effective": False}
             return self.render(), 0.0 if self._done else -0.1, self._done, False, info

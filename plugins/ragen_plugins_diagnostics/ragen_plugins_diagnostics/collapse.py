@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import typing
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -96,7 +97,7 @@ __all__ = [
 
 Family = Literal["first_turn", "trajectory"]
 #: the pair-sampling families, in the order their metrics are computed
-FAMILIES: tuple[str, ...] = Family.__args__
+FAMILIES: tuple[str, ...] = typing.get_args(Family)
 #: regime names by code (``collapse/<family>/regime``)
 REGIMES: tuple[str, ...] = ("diverse", "template collapse", "compressed", "low-entropy collapse")
 #: the tag that closes the reasoning

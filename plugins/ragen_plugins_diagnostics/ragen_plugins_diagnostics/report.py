@@ -245,6 +245,7 @@ def _format_remedy(run: RunData, short: bool = False) -> str:
         return "start from a model that already answers in the format" + (f" (trainer.model is {model})" if model
                                                                             else "")
     lr = _number(run.setting("trainer.warm_start_lr"))
+    assert steps is not None  # both None cases returned above
     return (f"its warm start of {steps:g} steps was not enough: more steps (e.g. trainer.warm_start_steps="
             f"{2 * steps:g})" + (f", a higher trainer.warm_start_lr (now {lr:g})" if lr is not None else "")
             + " or a stronger base model")

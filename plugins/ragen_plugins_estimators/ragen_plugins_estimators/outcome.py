@@ -152,9 +152,9 @@ class ReinforcePP:
 
     veRL 0.9.1 walks each row backwards with ``running = r_t + gamma * running`` at generated tokens and carries
     ``running`` unchanged through masked ones: the return at a generated token is ``r_t + gamma * G`` of the next
-    generated token. ``reset_at_masked=True`` (older veRL) instead restarts it at a masked token. Masked rewards never count. Advantages are the returns
-    whitened over all generated tokens of the batch (veRL's ``masked_whiten``, unbiased variance, ``+ 1e-8``);
-    returns are the unwhitened discounted returns.
+    generated token. ``reset_at_masked=True`` (older veRL) instead restarts it at a masked token. Masked rewards
+    never count. Advantages are the returns whitened over all generated tokens of the batch (veRL's
+    ``masked_whiten``, unbiased variance, ``+ 1e-8``); returns are the unwhitened discounted returns.
     """
 
     config_cls = ReinforcePPConfig

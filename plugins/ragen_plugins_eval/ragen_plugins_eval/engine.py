@@ -108,15 +108,16 @@ def read_trajectories(path: Path, group_size: int) -> list[dict[str, Any]]:
     write) is removed from the file."""
     if not path.exists():
         return []
-    records, lines = [], path.read_text(encoding="utf-8").splitlines(keepends=True)
+    records: list[dict[str, Any]] = []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     for line in lines:
         try:
-            records.append(json.loads(line) if line.endswith("\n") else None)
+            record = json.loads(line) if line.endswith("\n") else None
         except json.JSONDecodeError:
-            records.append(None)
-        if records[-1] is None:
-            records.pop()
+            record = None
+        if record is None:
             break
+        records.append(record)
     count: dict[tuple[str, int], int] = {}
     for r in records:
         count[r["env"], r["seed"]] = count.get((r["env"], r["seed"]), 0) + 1

@@ -57,8 +57,8 @@ class SinkSet:
             except Exception as exc:  # noqa: BLE001 - a sink that cannot be built must not stop the run
                 broken.append((label, exc))
         sinks = cls(run, made)
-        for label, exc in broken:
-            sinks._warn(label, "create", exc)
+        for label, error in broken:
+            sinks._warn(label, "create", error)
         for label in list(sinks.live):
             sinks._call(label, "open", lambda s: s.open(run))
         return sinks

@@ -64,7 +64,7 @@ class WandbSink:
         c = self.config
         wandb_dir = Path(run.run_dir) / c.dir
         wandb_dir.mkdir(parents=True, exist_ok=True)
-        wanted = {"silent": True, "console": "off", "save_code": False, "disable_git": True,
+        wanted: dict[str, Any] = {"silent": True, "console": "off", "save_code": False, "disable_git": True,
                   "x_disable_stats": not c.system_stats}
         known = getattr(wandb.Settings, "model_fields", wanted)
         settings = wandb.Settings(**{k: v for k, v in wanted.items() if k in known})

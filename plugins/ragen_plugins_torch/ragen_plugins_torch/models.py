@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from ragen_core.errors import RagenError
-
 from ragen_plugins_torch.chat_template import (
     ADDED_TOKENS,
     CHATML_TEMPLATE,
@@ -601,7 +600,9 @@ def _build_tiny(folder: Path, s: dict[str, Any]) -> dict[str, Any]:
         tokenizer_object=_train_tokenizer(lines, s["vocab_size"]), eos_token=IM_END, pad_token=ENDOFTEXT,
         extra_special_tokens=[IM_START], padding_side="left", model_max_length=s["max_positions"],
         chat_template=CHATML_TEMPLATE, clean_up_tokenization_spaces=False)
-    eos_id, pad_id = tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(ENDOFTEXT)
+    # one token in, one id out (the stubs type the list form's result too)
+    eos_id: int = tokenizer.convert_tokens_to_ids(IM_END)  # type: ignore[assignment]
+    pad_id: int = tokenizer.convert_tokens_to_ids(ENDOFTEXT)  # type: ignore[assignment]
     config = Qwen2Config(
         vocab_size=len(tokenizer), hidden_size=s["hidden"], intermediate_size=s["intermediate"],
         num_hidden_layers=s["layers"], num_attention_heads=s["heads"], num_key_value_heads=s["kv_heads"],

@@ -104,10 +104,10 @@ def resolve_checkpoint(model: str) -> str:
                              hint=f"it trained with trainer.keep_best=false or never validated; {there}")
         raise RagenError(f"checkpoint {model!r} does not exist", hint=there)
     if (p / "config.yaml").is_file() and (p / "checkpoints").is_dir():
-        steps = sorted((p / "checkpoints").glob("step_*"))
-        if not steps:
+        step_dirs = sorted((p / "checkpoints").glob("step_*"))
+        if not step_dirs:
             raise RagenError(f"run directory {model!r} has no checkpoint under checkpoints/")
-        return resolve_checkpoint(str(steps[-1]))
+        return resolve_checkpoint(str(step_dirs[-1]))
     if p.name.startswith("step_") and p.is_dir():
         raise RagenError(f"checkpoint {model!r} holds no model (no actor/config.json)",
                          hint="it may be incomplete; use an earlier checkpoint")
@@ -273,7 +273,7 @@ class ModelServer:
     def url(self) -> str:
         """``http://host:port/v1``, the base URL clients use."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"  # a TCP server: the host is a str
 
     def start(self) -> ModelServer:
         """Serve on a daemon thread; returns self."""
@@ -411,7 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
-        self.timeout = self.server.owner.read_timeout_s  # type: ignore[attr-defined]  # a stalled body ends here
+        self.timeout = self.server.owner.read_timeout_s  # type: ignore[attr-defined, misc]  # a stalled body ends here
         super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name

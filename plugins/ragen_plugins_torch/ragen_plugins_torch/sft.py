@@ -156,7 +156,7 @@ def demonstration_samples(registries: Any, plan: list[Any], codec: ChatCodec, ro
     ``model`` names the tokenizer in its message), so nothing is generated or trained for a run that is refused."""
     episodes = make_episodes(registries.envs, _scale(plan, groups), seeds=[10**6 + seed + i for i in range(groups)],
                              group_size=1, config=rollout, codec=codec)
-    first = {}
+    first: dict[str, Any] = {}
     for ep in episodes:
         first.setdefault(ep.name, ep.env)
     check_demonstration_budget(codec.tokenizer, list(first.items()), rollout, model=model)

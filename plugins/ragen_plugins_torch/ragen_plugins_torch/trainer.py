@@ -363,6 +363,7 @@ class TorchTrainer:
 
     def _values(self, t: dict[str, Any]) -> Any:
         torch = self.torch
+        assert self.critic is not None  # only estimators that need a critic ask for values
         v = self.critic(t["ids"], t["attn"])  # v[:, i] = value of the state after token i
         return torch.cat([torch.zeros_like(v[:, :1]), v[:, :-1]], 1)  # the value before generating token t
 
@@ -465,7 +466,7 @@ class TorchTrainer:
                 norm = torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), tc.grad_clip)
                 metrics.setdefault("actor/grad_norm", []).append(float(norm))
                 self.optim.step()
-                if self.critic_optim is not None:
+                if self.critic is not None and self.critic_optim is not None:
                     torch.nn.utils.clip_grad_norm_(self.critic.parameters(), tc.grad_clip)
                     self.critic_optim.step()
         mask_all = inputs.response_mask.astype(bool)
@@ -552,7 +553,7 @@ class TorchTrainer:
         tmp.mkdir()
         self._save_actor(tmp / "actor")
         torch.save(self.optim.state_dict(), tmp / "actor_optim.pt")
-        if self.critic is not None:
+        if self.critic is not None and self.critic_optim is not None:
             torch.save(self.critic.state_dict(), tmp / "critic.pt")
             torch.save(self.critic_optim.state_dict(), tmp / "critic_optim.pt")
         state = {"step": step, "empty_steps": self.empty_steps, "python_random": repr(random.getstate()[1][:1])}

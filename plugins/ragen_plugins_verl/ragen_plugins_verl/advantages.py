@@ -34,7 +34,11 @@ def prepare_dataproto(data: Any, extra_fields: list[dict[str, Any]]) -> Any:
     scores = torch.zeros((b, r), dtype=torch.float32)
     turn_ids = torch.full((b, r), -1, dtype=torch.long)
     mask = data.batch["response_mask"].clone()
-    episodes, envs, keys, success, entropy = [], [], [], [], []
+    episodes: list[Any] = []
+    envs: list[Any] = []
+    keys: list[Any] = []
+    success: list[Any] = []
+    entropy: list[Any] = []
     for i in range(b):
         uid = data.non_tensor_batch["uid"][i]
         extra = extra_fields[i] or {}

@@ -124,7 +124,7 @@ class RagenAgentLoop(_agent_loop_base()):  # type: ignore[misc]
 
         from ragen_core.chat import ChatCodec
 
-        ragen_data = OmegaConf.to_container(self.config.ragen.config, resolve=True)
+        ragen_data: Any = OmegaConf.to_container(self.config.ragen.config, resolve=True)
         ctx = _WorkerContext.get(ragen_data)
         name = str(kwargs["ragen_env"])
         options = json.loads(kwargs.get("ragen_options") or "{}")

@@ -403,7 +403,7 @@ def validate_verl_config(cfg: Any) -> None:
             with contextlib.redirect_stdout(io.StringIO()):
                 check()
         except Exception as exc:  # veRL raises AssertionError/ValueError, wrapped by Hydra's instantiate
-            cause = exc
+            cause: BaseException = exc
             while cause.__cause__ is not None:
                 cause = cause.__cause__
             raise ConfigError(f"veRL rejected the translated config ({where}): {type(cause).__name__}: {cause}",

@@ -65,9 +65,9 @@ class VerlAdvantageFn:
         inputs = AdvantageInput(token_rewards=token_level_rewards.detach().double().cpu().numpy(),
                                 response_mask=response_mask.detach().long().cpu().numpy(), group_ids=groups)
         out = self.estimator.compute(inputs)
-        like = dict(dtype=token_level_rewards.dtype, device=token_level_rewards.device)
-        return (torch.as_tensor(np.asarray(out.advantages), **like),
-                torch.as_tensor(np.asarray(out.returns), **like))
+        dtype, device = token_level_rewards.dtype, token_level_rewards.device
+        return (torch.as_tensor(np.asarray(out.advantages), dtype=dtype, device=device),
+                torch.as_tensor(np.asarray(out.returns), dtype=dtype, device=device))
 
     def __repr__(self) -> str:
         return f"<ragen estimator {self.name!r} for veRL>"

@@ -16,14 +16,15 @@ from verl.trainer.main_ppo import TaskRunnerV1
 __all__ = ["RagenTaskRunner", "task_runner_class"]
 
 
-class RagenTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[misc, name-defined]
+class RagenTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined]
     """veRL's V1 task runner; registers ragen's trainer mode in its own process before running."""
 
     def register(self) -> str:
         """Register and check ragen's trainer mode in this process; returns the class path veRL resolves."""
+        from verl.trainer.ppo.v1 import get_trainer_cls
+
         from .config import TRAINER_MODE
         from .verl_plugin import check_trainer_mode
-        from verl.trainer.ppo.v1 import get_trainer_cls
 
         check_trainer_mode()
         cls = get_trainer_cls(TRAINER_MODE)

@@ -33,8 +33,8 @@ from ragen_core.protocols import DiagnosticContext
 from ragen_core.runner import rollout_metrics
 
 from .advantages import compute_advantages, is_padding, prepare_dataproto
-from .dataproto import _objects
 from .agent_loop import load_trajectory
+from .dataproto import _objects
 
 __all__ = ["ActorScorer", "RagenPPOTrainer", "fetch_dataproto"]
 
@@ -93,7 +93,8 @@ class RagenPPOTrainer(PPOTrainerSync):
 
         from .agent_loop import _WorkerContext
 
-        self.ragen = _WorkerContext.get(OmegaConf.to_container(config.ragen.config, resolve=True))
+        data: Any = OmegaConf.to_container(config.ragen.config, resolve=True)
+        self.ragen = _WorkerContext.get(data)
         res, regs = self.ragen.resolved, self.ragen.registries
         cfg = res.config
         self.estimator = regs.estimators.get(cfg.estimator.name).create(res.estimator)

@@ -405,10 +405,10 @@ class CoqBackend:
         if word and word.group(0)[0].isupper():
             return (f"{word.group(0).split('.')[0]!r} starts a vernacular command, not a tactic: only tactics are "
                     "allowed (the env runs Qed itself when no goal remains)")
-        if _FORBIDDEN.search(body):
-            word = _FORBIDDEN.search(body).group(1)
-            why = "it would fake a proof" if word in ("admit", "give_up") else "it compiles and loads native code"
-            return f"{word!r} is not allowed ({why})"
+        if (forbidden := _FORBIDDEN.search(body)) is not None:
+            name = forbidden.group(1)
+            why = "it would fake a proof" if name in ("admit", "give_up") else "it compiles and loads native code"
+            return f"{name!r} is not allowed ({why})"
         timeout = cfg.tactic_timeout
         sentences = ((focus,) if focus else ()) + (f"Timeout {timeout} {selector} {tail} .",)
         display = (focus + " " if focus else "") + body + "."
@@ -461,8 +461,8 @@ class CoqBackend:
             except CoqError as again:
                 return StepOutcome(kind="prover_error", message=f"coqtop failed and could not restart: {again}",
                                    display=parsed.display)
-            kind = "timeout" if "did not answer" in str(exc) else "rejected"
-            return StepOutcome(kind=kind, message=f"coqtop: {exc} (restarted; the proof so far was replayed)",
+            return StepOutcome(kind="timeout" if "did not answer" in str(exc) else "rejected",
+                               message=f"coqtop: {exc} (restarted; the proof so far was replayed)",
                                display=parsed.display)
 
     def _attempt(self, parsed: _Parsed) -> StepOutcome:

@@ -248,7 +248,7 @@ class KiminaDouble:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"  # a TCP server: the host is a str
 
     def start(self) -> KiminaDouble:
         """Serve on a daemon thread (idempotent); returns self."""

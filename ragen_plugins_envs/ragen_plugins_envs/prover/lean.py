@@ -285,8 +285,8 @@ class KiminaClient:
         seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else 0.0
         error = item.get("error")
         if error:
-            status = "timeout" if _TIMEOUT_TEXT.search(str(error)) else "server_error"
-            return KiminaResult(status=status, error=str(error), time=seconds, attempts=attempts)
+            return KiminaResult(status="timeout" if _TIMEOUT_TEXT.search(str(error)) else "server_error",
+                                error=str(error), time=seconds, attempts=attempts)
         if not isinstance(response, dict):
             return KiminaResult(status="server_error", attempts=attempts, time=seconds,
                                 error=f"the Kimina server returned no response: {str(item)[:300]}")

@@ -565,12 +565,13 @@ def _make_userns(deadline: float, fresh_proc: bool = False) -> int:
     helper = subprocess.Popen([unshare, "--user", *extra, "sh", "-c", _USERNS_SCRIPT], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(_BASE_ENV), close_fds=True)
     assert helper.stdin is not None and helper.stdout is not None
+    stdout = helper.stdout
 
     def line() -> bytes:
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not _readable_within(helper.stdout, remaining):
+        if remaining <= 0 or not _readable_within(stdout, remaining):
             raise SandboxUnavailableError("creating the sandbox's user namespace timed out")
-        return helper.stdout.readline()
+        return stdout.readline()
 
     try:
         if line() != b"started\n":

@@ -5,7 +5,6 @@ ENTRY CLASS`` in a child with the program's rlimits, uid and seccomp filter. Onl
 ``marshal``-able values go out, on fds 3 and 4, framed by a 4-byte length. It never runs in ragen's process.
 """
 
-# ruff: noqa: S102 - loading the model's program is this module's job, inside the sandbox
 import builtins
 import marshal
 import os

@@ -10,8 +10,17 @@ It is a module like any other so that linters, tests and readers can check it; i
 runs only as ``__main__``), and no module of ragen imports it (``tests/test_meta.py``).
 """
 
-# ruff: noqa: S102 - running the program and the tests is this module's job, inside the sandbox
-import ctypes, fcntl, json, marshal, os, resource, select, signal, struct, sys, time
+import ctypes
+import fcntl
+import json
+import marshal
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import time
 
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_KEEPCAPS, _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS = 1, 4, 8, 22, 38
 _SECCOMP_MODE_FILTER = 2
@@ -443,7 +452,7 @@ class Candidate:
         try:
             payload = marshal.dumps((args, kwargs))
         except Exception as exc:
-            raise _Failure("runtime_error", "the arguments are not builtin values: " + _describe(exc))
+            raise _Failure("runtime_error", "the arguments are not builtin values: " + _describe(exc)) from None
         self.send(payload)
         tag, value = self.receive(self.deadline)
         if tag == "ok":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import threading
 import time
 import urllib.parse
@@ -123,7 +122,7 @@ class RetrievalClient:
             for hit in hits if isinstance(hits, list) else []:
                 if not isinstance(hit, dict):
                     continue
-                doc = hit.get("document") if isinstance(hit.get("document"), dict) else {}
+                doc = found if isinstance(found := hit.get("document"), dict) else {}
                 content = hit.get("content", doc.get("contents", ""))
                 score = hit.get("score", 0.0)
                 row.append(SearchResult(id=str(hit.get("id", doc.get("id", ""))),
@@ -184,7 +183,7 @@ class RetrievalClient:
     def _once(self, method: str, path: str, data: bytes | None) -> dict[str, Any]:
         try:
             status, raw = self._exchange(method, path, data)
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise _Transient(f"no answer within {self.timeout:g} s ({type(exc).__name__})") from None
         except (OSError, http.client.HTTPException) as exc:
             raise _Transient(f"{type(exc).__name__}: {exc}") from None

@@ -881,7 +881,7 @@ def _parse_reviews(raw: Any) -> tuple[Review, ...]:
             continue
         score = r.get("score", r.get("stars", 0))
         try:
-            score_int = int(float(score))
+            score_int = int(float(score))  # type: ignore[arg-type]  # None and junk are caught below
         except (TypeError, ValueError):
             score_int = 0
         out.append(Review(title=_as_text(r.get("title")), score=max(0, min(5, score_int)),
