@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,15 +113,21 @@ def test_the_flag_survives_record_and_replay_and_old_recordings_read_as_complete
 
 
 def test_one_warning_names_the_rates_the_budget_and_the_key() -> None:
-    log = structlog.get_logger("test")
+    class Log:  # a logger of its own: structlog's global level may be left at "error" by an earlier CLI test
+        def __init__(self) -> None:
+            self.entries: list[dict] = []
+
+        def warning(self, event: str, **kw: object) -> None:
+            self.entries.append({"log_level": "warning", "event": event, **kw})
+
+    log = Log()
     metrics = {"rollout/truncated_rate": 0.5, "val/truncated_rate": 0.25, "rollout/success": 0.1}
-    with structlog.testing.capture_logs() as logs:
-        high = warn_truncation(log, 7, metrics, 64)
-        assert warn_truncation(log, 8, {"rollout/truncated_rate": TRUNCATION_WARNING_RATE - 0.01}, 64) == {}
-        assert warn_truncation(log, 9, {"rollout/success": 1.0}, 64) == {}
+    high = warn_truncation(log, 7, metrics, 64)
+    assert warn_truncation(log, 8, {"rollout/truncated_rate": TRUNCATION_WARNING_RATE - 0.01}, 64) == {}
+    assert warn_truncation(log, 9, {"rollout/success": 1.0}, 64) == {}
     assert high == {"rollout/truncated_rate": 0.5, "val/truncated_rate": 0.25}
-    assert len(logs) == 1
-    (entry,) = logs
+    assert len(log.entries) == 1
+    (entry,) = log.entries
     assert entry["log_level"] == "warning" and entry["event"] == "responses_truncated" and entry["step"] == 7
     assert entry["rollout/truncated_rate"] == 0.5 and entry["val/truncated_rate"] == 0.25
     assert entry["max_new_tokens"] == 64
