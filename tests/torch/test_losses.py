@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -41,6 +43,23 @@ def test_aggregation_modes() -> None:
     assert float(aggregate(v, m, "seq-mean-token-sum")) == pytest.approx((6 + 4) / 2)
     with pytest.raises(ValueError, match="unknown loss aggregation"):
         aggregate(v, m, "bogus")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4),
+                          st.lists(st.floats(-5, 5), min_size=4, max_size=4)), min_size=1, max_size=8),
+       st.sampled_from(["seq-mean-token-mean", "seq-mean-token-sum"]))
+def test_episode_weighted_rows_count_each_episode_once(rows: list, mode: str) -> None:
+    # rows: (episode, response length, values); weight 1/(rows of the episode) = mean of each episode's row means
+    values = t([v for _, _, v in rows])
+    mask = t([[1] * n + [0] * (4 - n) for _, n, _ in rows])
+    count = {e: sum(1 for x, _, _ in rows if x == e) for e, _, _ in rows}
+    got = aggregate(values, mask, mode, t([1 / count[e] for e, _, _ in rows]))
+    per_row = [sum(v[:n]) / (n if mode == "seq-mean-token-mean" else 1) for _, n, v in rows]
+    per_episode = [sum(r for r, (x, _, _) in zip(per_row, rows) if x == e) / count[e] for e in count]
+    assert float(got) == pytest.approx(sum(per_episode) / len(per_episode), rel=1e-4, abs=1e-4)
+    assert float(aggregate(values, mask, mode, torch.ones(len(rows)))) == pytest.approx(
+        float(aggregate(values, mask, mode)), rel=1e-5, abs=1e-5)
 
 
 def test_kl_estimators() -> None:

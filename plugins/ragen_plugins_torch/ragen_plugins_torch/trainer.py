@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,6 +84,12 @@ class TorchTrainerConfig(PPOOptions):
         prefill of its prompt. ``false``: every sequence on its own.
     :ivar record_rollouts: save every step's rollouts (token ids, log-probs, rewards; extra dynamic-sampling rounds
         too) to ``rollouts/step_NNNNNN.jsonl.gz`` in the run directory, for ``ragen train --replay RUN_DIR``.
+    :ivar turn_weight: how the sequence loss modes (``seq-mean-token-mean``, ``seq-mean-token-sum``) weigh the rows
+        of an episode whose turns are separate rows (``rollout.context_mode`` other than ``full``): ``episode`` gives
+        each row 1/(rows of its episode), so every episode counts once, as it does in ``full`` context where it is
+        one sequence; ``row`` counts every row once, so episodes with more turns weigh more. With episode-level
+        advantages those are often the failed ones, and their negative advantages then outweigh the rest on the
+        tokens every answer shares (the format).
     """
 
     model: str = "tiny"
@@ -107,6 +114,7 @@ class TorchTrainerConfig(PPOOptions):
     diagnostics_every: int = attrs.field(default=5, validator=_pos)
     record_rollouts: bool = False
     share_prompts: bool = True
+    turn_weight: Literal["episode", "row"] = "episode"
 
     def __attrs_post_init__(self) -> None:
         if self.use_kl_loss and self.lora_rank and self.warm_start_steps:
@@ -421,6 +429,8 @@ class TorchTrainer:
         out = self.estimator.compute(inputs)
         adv_all = torch.as_tensor(np.asarray(out.advantages), dtype=torch.float32)
         ret_all = torch.as_tensor(np.asarray(out.returns), dtype=torch.float32)
+        rows_of = Counter(s.episode_id for s in samples)
+        row_w = torch.tensor([1.0 / rows_of[s.episode_id] if tc.turn_weight == "episode" else 1.0 for s in samples])
         rng = np.random.default_rng(step)
         metrics: dict[str, list[float]] = {}
         mini = min(tc.mini_batch_size, len(chunks) * micro)
@@ -431,7 +441,7 @@ class TorchTrainer:
             for start in range(0, len(order), per_mini):
                 group = order[start:start + per_mini]
                 total_tokens = sum(float(tensors[k]["mask"].sum()) for k in group)
-                total_seqs = sum(tensors[k]["ids"].shape[0] for k in group)
+                total_rows = sum(float(row_w[k * micro:k * micro + tensors[k]["ids"].shape[0]].sum()) for k in group)
                 self.optim.zero_grad()
                 if self.critic_optim is not None:
                     self.critic_optim.zero_grad()
@@ -440,15 +450,17 @@ class TorchTrainer:
                     n, w_len = t["ids"].shape
                     adv = adv_all[off:off + n, :w_len].to(self.device)
                     ret = ret_all[off:off + n, :w_len].to(self.device)
+                    rw = row_w[off:off + n].to(self.device)
                     weight = (float(t["mask"].sum()) / max(total_tokens, 1.0) if tc.loss_agg == "token-mean"
-                              else n / total_seqs)
+                              else float(rw.sum()) / total_rows)
                     logp, ent = self._forward(self.policy.model, t, temperature)
                     pg, info = policy_loss(logp, old_logp[k], adv, t["mask"], clip_low=tc.clip_low,
-                                           clip_high=tc.clip_high, dual_clip=tc.dual_clip, agg=tc.loss_agg)
-                    entropy = aggregate(ent, t["mask"], tc.loss_agg)
+                                           clip_high=tc.clip_high, dual_clip=tc.dual_clip, agg=tc.loss_agg,
+                                           row_weight=rw)
+                    entropy = aggregate(ent, t["mask"], tc.loss_agg, rw)
                     loss = pg - tc.entropy_coeff * entropy
                     if self.ref is not None:
-                        kl = aggregate(kl_penalty(logp, ref_logp[k], tc.kl_estimator), t["mask"], tc.loss_agg)
+                        kl = aggregate(kl_penalty(logp, ref_logp[k], tc.kl_estimator), t["mask"], tc.loss_agg, rw)
                         loss = loss + tc.kl_coeff * kl
                         metrics.setdefault("actor/kl_loss", []).append(kl.item())
                     (loss * weight * loss_scale).backward()
@@ -458,7 +470,7 @@ class TorchTrainer:
                         metrics.setdefault(key, []).append(value)
                     if self.critic is not None:
                         vf, vinfo = value_loss(self._values(t), old_values[k][:, :w_len], ret, t["mask"],
-                                               clip=tc.value_clip, agg=tc.loss_agg)
+                                               clip=tc.value_clip, agg=tc.loss_agg, row_weight=rw)
                         (vf * weight).backward()
                         metrics.setdefault("critic/vf_loss", []).append(vf.item())
                         for key, value in vinfo.items():
