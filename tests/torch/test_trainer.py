@@ -222,6 +222,18 @@ def test_the_kl_reference_is_the_warm_started_policy_and_survives_resume(tmp_pat
     assert 0.0 <= resumed[2]["actor/kl_loss"] < 0.5
 
 
+def test_dynamics_pretraining_runs_before_the_warm_start_and_is_reported(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGEN_CACHE_DIR", str(tmp_path / "cache"))
+    lines = train(tmp_path / "run", "trainer.steps=1", "trainer.dynamics_steps=3", "trainer.dynamics_groups=4")
+    zero = {k: v for line in lines if line["step"] == 0 for k, v in line.items()}
+    assert zero["dynamics/cached"] == 0.0 and zero["dynamics/samples"] >= 4 and zero["dynamics/loss_first"] > 0
+    assert "warm_start/loss_last" in zero  # both stages ran, in one record
+    assert len(list((tmp_path / "cache").glob("dynamics-*"))) == 1
+    again = train(tmp_path / "rerun", "trainer.steps=1", "trainer.dynamics_steps=3", "trainer.dynamics_groups=4")
+    assert [line["dynamics/cached"] for line in again if "dynamics/cached" in line] == [1.0]
+
+
 def test_kl_with_lora_and_a_warm_start_is_refused() -> None:
     from ragen_plugins_torch.trainer import TorchTrainerConfig
 

@@ -29,7 +29,7 @@ from .forward import masked_logprobs
 from .policy import pad_right
 
 __all__ = ["DemoPolicy", "check_demonstration_budget", "demonstration_samples", "demonstration_text",
-           "longest_demonstration", "warm_start"]
+           "longest_demonstration", "scale_plan", "warm_start"]
 
 REASONING = [
     "Let me look at the state and pick an action.",
@@ -154,7 +154,8 @@ def demonstration_samples(registries: Any, plan: list[Any], codec: ChatCodec, ro
 
     First checks that the longest demonstration fits ``rollout.max_new_tokens`` (:func:`check_demonstration_budget`;
     ``model`` names the tokenizer in its message), so nothing is generated or trained for a run that is refused."""
-    episodes = make_episodes(registries.envs, _scale(plan, groups), seeds=[10**6 + seed + i for i in range(groups)],
+    episodes = make_episodes(registries.envs, scale_plan(plan, groups),
+                             seeds=[10**6 + seed + i for i in range(groups)],
                              group_size=1, config=rollout, codec=codec)
     first: dict[str, Any] = {}
     for ep in episodes:
@@ -165,7 +166,9 @@ def demonstration_samples(registries: Any, plan: list[Any], codec: ChatCodec, ro
     return build_samples(run_lockstep(episodes, policy))
 
 
-def _scale(plan: list[Any], groups: int) -> list[Any]:
+def scale_plan(plan: list[Any], groups: int) -> list[Any]:
+    """The env plan ``(name, groups, options)`` scaled to ``groups`` groups in all, in the same proportions (each
+    variant keeps at least one while groups are left)."""
     total = sum(n for _name, n, _o in plan)
     out, left = [], groups
     for i, (name, n, opts) in enumerate(plan):
@@ -176,8 +179,9 @@ def _scale(plan: list[Any], groups: int) -> list[Any]:
 
 
 def warm_start(policy: Any, samples: list[Any], *, steps: int, lr: float, batch_size: int, seed: int,
-               log: Any = None) -> list[float]:
-    """Cross-entropy on the response tokens of ``samples`` for ``steps`` optimiser steps; returns the losses."""
+               log: Any = None, event: str = "warm_start") -> list[float]:
+    """Cross-entropy on the ``response_mask`` tokens of ``samples`` for ``steps`` optimiser steps (progress logged
+    as ``event`` every 10 steps); returns the losses."""
     model = policy.model
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
@@ -196,5 +200,5 @@ def warm_start(policy: Any, samples: list[Any], *, steps: int, lr: float, batch_
         opt.step()
         losses.append(loss.item())
         if log is not None and (step % 10 == 0 or step == steps - 1):
-            log.info("warm_start", step=step, loss=round(losses[-1], 4))
+            log.info(event, step=step, loss=round(losses[-1], 4))
     return losses

@@ -71,6 +71,14 @@ class TorchTrainerConfig(PPOOptions):
     :ivar warm_start_batch: demonstrations per warm-start step.
     :ivar warm_start_groups: demonstration trajectories generated for the warm-start (one per group, seeds apart from
         training's).
+    :ivar dynamics_steps: before the warm-start, supervised steps on predicting the env's next observation from
+        random-play transitions in the run's prompt format (never oracle moves; the loss covers the observation
+        only; cached in the model cache, so a rerun with the same settings loads it: see
+        :mod:`ragen_plugins_torch.dynamics`). It teaches a small model from scratch what each action does to the
+        board, which a multi-turn env's RL signal alone does not teach it in a CPU budget. Uses ``warm_start_lr``
+        and ``warm_start_batch``. 0: none.
+    :ivar dynamics_groups: random-play trajectories generated for it (one per group; seeds apart from training's,
+        validation's and the warm-start's).
     :ivar max_empty_steps: stop the run after this many consecutive steps with nothing left after filtering.
     :ivar batch_adjust: after filtering, ``duplicate`` random samples or ``trim`` the last ones to a multiple of
         ``mini_batch_size``; ``none`` keeps the batch (the last mini-batch is then smaller).
@@ -107,6 +115,8 @@ class TorchTrainerConfig(PPOOptions):
     warm_start_lr: float = attrs.field(default=1e-3, validator=_pos)
     warm_start_batch: int = attrs.field(default=16, validator=_pos)
     warm_start_groups: int = attrs.field(default=64, validator=_pos)
+    dynamics_steps: int = attrs.field(default=0, validator=_nonneg)
+    dynamics_groups: int = attrs.field(default=1024, validator=_pos)
     max_empty_steps: int = attrs.field(default=5, validator=_pos)
     batch_adjust: Literal["none", "duplicate", "trim"] = "none"
     early_stop: bool = True
@@ -117,9 +127,10 @@ class TorchTrainerConfig(PPOOptions):
     turn_weight: Literal["episode", "row"] = "episode"
 
     def __attrs_post_init__(self) -> None:
-        if self.use_kl_loss and self.lora_rank and self.warm_start_steps:
-            raise ValueError("'use_kl_loss' with lora_rank and a warm-start is not supported (the KL reference is the "
-                             "warm-started model, and LoRA keeps its warm-start in adapters): drop one of the three")
+        if self.use_kl_loss and self.lora_rank and (self.warm_start_steps or self.dynamics_steps):
+            raise ValueError("'use_kl_loss' with lora_rank and a warm-start or dynamics_steps is not supported (the KL "
+                             "reference is the warm-started model, and LoRA keeps its warm-start in adapters): drop "
+                             "one of the three")
         if self.mini_batch_size % self.micro_batch_size:
             raise ValueError(f"'mini_batch_size' must be a multiple of micro_batch_size: {self.mini_batch_size} "
                              f"vs {self.micro_batch_size}")
@@ -153,6 +164,7 @@ class TorchTrainer:
         torch.manual_seed(run.config.run.seed)
         model, tokenizer = load_model_and_tokenizer(source, dtype=dtype, device=self.device)
         folder = getattr(model, "name_or_path", None) or source  # "tiny" etc. resolved to their folders
+        self.base_model = str(folder)
         if tc.lora_rank:
             try:
                 from peft import LoraConfig, get_peft_model
@@ -210,7 +222,7 @@ class TorchTrainer:
 
         self._setup(run)
         tc = self.config
-        if tc.warm_start_steps and not self.start_step:
+        if (tc.warm_start_steps or tc.dynamics_steps) and not self.start_step:
             self._warm_start(run)
         result: dict[str, Any] = {"status": "completed", "steps": self.start_step, "metrics": {}}
         if self.start_step == 0:
@@ -519,15 +531,25 @@ class TorchTrainer:
         return metrics
 
     def _warm_start(self, run: Any) -> None:
+        """The supervised stages before RL: dynamics pretraining, then the format warm-start (each when set)."""
+        from .dynamics import pretrain_dynamics
         from .sft import demonstration_samples, warm_start
 
         tc, cfg = self.config, run.config
-        samples = demonstration_samples(run.registries, run.resolved.env_plan, self.codec, cfg.rollout,
-                                        groups=tc.warm_start_groups, seed=cfg.run.seed)
-        losses = warm_start(self.policy, samples, steps=tc.warm_start_steps, lr=tc.warm_start_lr,
-                            batch_size=tc.warm_start_batch, seed=cfg.run.seed, log=run.log)
-        run.write_metrics(0, {"warm_start/loss_first": losses[0], "warm_start/loss_last": losses[-1],
-                              "warm_start/samples": float(len(samples))})
+        metrics: dict[str, float] = {}
+        if tc.dynamics_steps:
+            metrics |= pretrain_dynamics(self.policy, run.registries, run.resolved.env_plan, self.codec, cfg.rollout,
+                                         base_model=self.base_model, steps=tc.dynamics_steps,
+                                         groups=tc.dynamics_groups, lr=tc.warm_start_lr,
+                                         batch_size=tc.warm_start_batch, seed=cfg.run.seed, log=run.log)
+        if tc.warm_start_steps:
+            samples = demonstration_samples(run.registries, run.resolved.env_plan, self.codec, cfg.rollout,
+                                            groups=tc.warm_start_groups, seed=cfg.run.seed)
+            losses = warm_start(self.policy, samples, steps=tc.warm_start_steps, lr=tc.warm_start_lr,
+                                batch_size=tc.warm_start_batch, seed=cfg.run.seed, log=run.log)
+            metrics |= {"warm_start/loss_first": losses[0], "warm_start/loss_last": losses[-1],
+                        "warm_start/samples": float(len(samples))}
+        run.write_metrics(0, metrics)
         if self.ref is not None:  # the KL reference is the warm-started policy (kept for --resume)
             self.ref.load_state_dict(self.policy.model.state_dict())
             self.ref.save_pretrained(run.run_dir / "reference")
