@@ -14,6 +14,7 @@ from pathlib import Path
 from ragen_plugins_envs.searchqa.corpus import load_corpus
 from ragen_plugins_envs.searchqa.retriever import BM25Retriever
 from ragen_plugins_envs.searchqa.server import RetrievalServer
+from tests.http_server import background_server
 
 DATA = Path(__file__).parent / "data"
 CORPUS = DATA / "searchqa_corpus.jsonl"
@@ -69,19 +70,11 @@ class _SlowHandler(BaseHTTPRequestHandler):
 def slow_server(delay: float = 5.0) -> Iterator[tuple[str, ThreadingHTTPServer]]:
     """A server on 127.0.0.1 that answers every request only after ``delay`` seconds."""
     handler = type("SlowHandler", (_SlowHandler,), {"delay": delay})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    httpd.hits = 0  # type: ignore[attr-defined]
-    httpd.closing = threading.Event()  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", httpd
-    finally:
-        httpd.closing.set()  # type: ignore[attr-defined]
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with background_server(handler, hits=0, closing=threading.Event()) as (url, httpd):
+        try:
+            yield url, httpd
+        finally:
+            httpd.closing.set()  # type: ignore[attr-defined]  # release the waiting handlers before the shutdown
 
 
 class _StatusHandler(BaseHTTPRequestHandler):
@@ -108,14 +101,5 @@ class _StatusHandler(BaseHTTPRequestHandler):
 def status_server(status: int) -> Iterator[tuple[str, ThreadingHTTPServer]]:
     """A server on 127.0.0.1 that answers every POST with ``status`` and a JSON error."""
     handler = type("StatusHandler", (_StatusHandler,), {"status": status})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    httpd.hits = 0  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with background_server(handler, hits=0) as served:
+        yield served

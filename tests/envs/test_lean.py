@@ -4,12 +4,12 @@ REPL responses, retries, slow and dead servers, and fuzzing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from ragen_plugins_envs.prover.lean import (
     normalize_statement,
 )
 from ragen_plugins_envs.registration_prover import register_prover_envs
+from tests.http_server import background_server
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
 # 200 x 50 actions = 10,000 strings per env; the valid-looking ones go over HTTP to the double
@@ -312,14 +313,11 @@ class Recorder:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._stack = contextlib.ExitStack()
+        self.url, self.server = self._stack.enter_context(background_server(Handler))
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._stack.close()
 
 
 def test_check_request_and_response_shapes() -> None:

@@ -15,7 +15,7 @@ import time
 import traceback
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from click.testing import CliRunner  # noqa: E402
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
 from ragen_plugins_torch.serve import HFBackend, HFBackendConfig, ModelServer  # noqa: E402
+from tests.http_server import background_server  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the tiny model, here and in `ragen serve`/`ragen eval`
 
@@ -208,14 +209,8 @@ def test_a_server_that_is_not_openai_compatible(tmp_path: Path) -> None:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        res = ragen("eval", "-m", f"http://127.0.0.1:{httpd.server_address[1]}/v1", "--env", "bandit",
-                    "--run-dir", str(tmp_path / "e"))
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with background_server(NotFound) as (url, _httpd):
+        res = ragen("eval", "-m", f"{url}/v1", "--env", "bandit", "--run-dir", str(tmp_path / "e"))
     assert res.exit_code == 1 and "/v1/models answered HTTP 404" in res.output
 
 
