@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ragen_core.env import REQUIRED_INFO_KEYS
 
-__all__ = ["check_diagnostic", "check_env", "check_estimator", "check_filter", "hostile_strings"]
+__all__ = ["check_diagnostic", "check_env", "check_estimator", "check_filter", "fuzz_env", "hostile_strings"]
 
 _HOSTILE = [
     "", " ", "\n", "\x00", "||", " || || ", "<answer></answer>", "<think>x</think><answer>Up</answer>",
@@ -34,8 +34,7 @@ def hostile_strings(n: int, seed: int = 0) -> list[str]:
     out = list(_HOSTILE[:n])
     alphabet = string.printable + "äöü√→∞中文🙂\u200b\x00"
     while len(out) < n:
-        k = rng.randrange(0, 80)
-        out.append("".join(rng.choice(alphabet) for _ in range(k)))
+        out.append("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80))))  # the length is drawn first
     return out
 
 
@@ -47,11 +46,10 @@ def _check_step(result: Any, where: str) -> tuple[str, float, bool, bool, dict[s
     assert isinstance(result, tuple) and len(result) == 5, f"{where}: step() must return a 5-tuple, got {result!r:.200}"
     obs, reward, terminated, truncated, info = result
     assert isinstance(obs, str), f"{where}: observation must be str, got {type(obs).__name__}"
-    assert isinstance(reward, (int, float)) and not isinstance(reward, bool), \
-        f"{where}: reward must be a number, got {type(reward).__name__}"
-    assert math.isfinite(float(reward)), f"{where}: reward must be finite, got {reward}"
-    assert isinstance(terminated, bool), f"{where}: terminated must be bool, got {type(terminated).__name__}"
-    assert isinstance(truncated, bool), f"{where}: truncated must be bool, got {type(truncated).__name__}"
+    assert isinstance(reward, (int, float)) and not isinstance(reward, bool) and math.isfinite(float(reward)), \
+        f"{where}: reward must be a finite number, got {reward!r:.40} ({type(reward).__name__})"
+    assert isinstance(terminated, bool) and isinstance(truncated, bool), \
+        f"{where}: terminated and truncated must be bool, got {type(terminated).__name__}, {type(truncated).__name__}"
     _check_info(info, where)
     return obs, float(reward), terminated, truncated, info
 
@@ -97,9 +95,8 @@ def check_env(env_or_factory: Any, *, seeds: tuple[int, ...] = (0, 1, 7), n_rand
     assert isinstance(limit, int) and limit >= 1, f"{name}.max_actions_per_traj must be a positive int"
 
     def episode(e: Any, seed: int, actions: list[str]) -> list[Any]:
-        obs, info = e.reset(seed=seed)
-        assert isinstance(obs, str), f"{name}.reset must return a str observation, got {type(obs).__name__}"
-        assert isinstance(info, dict), f"{name}.reset must return an info dict"
+        obs, info = reset = e.reset(seed=seed)
+        assert isinstance(obs, str) and isinstance(info, dict), f"{name}.reset must return (str, dict), got {reset!r:.80}"
         trace: list[Any] = [obs]
         for a in actions:
             step = _check_step(e.step(a), f"{name}.step({a!r:.40})")
@@ -122,23 +119,7 @@ def check_env(env_or_factory: Any, *, seeds: tuple[int, ...] = (0, 1, 7), n_rand
         obs, _ = env.reset(seed=seed)
         assert isinstance(env.render(), str), f"{name}.render() must return a str"
 
-    # hostile and random strings: never raise; invalid ones keep the state
-    strings = hostile_strings(n_random_actions, seed=seeds[0])
-    seed_iter = 0
-    obs, _ = env.reset(seed=seeds[0])
-    for action in strings:
-        before = env.render()
-        try:
-            obs, reward, terminated, truncated, info = _check_step(env.step(action), f"{name}.step({action!r:.40})")
-        except AssertionError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the point of the check
-            raise AssertionError(f"{name}.step({action!r:.60}) raised {type(exc).__name__}: {exc}") from exc
-        if not info["action_is_valid"] and not (terminated or truncated):
-            assert env.render() == before, f"{name}: invalid action {action!r:.40} changed the state"
-        if terminated or truncated:
-            seed_iter += 1
-            env.reset(seed=seeds[seed_iter % len(seeds)] + seed_iter)
+    fuzz_env(env, hostile_strings(n_random_actions, seed=seeds[0]), seed=seeds[0])  # never raise; invalid: no change
 
     # oracle proposals are accepted
     oracle = getattr(base, "oracle_action", None)
@@ -153,6 +134,35 @@ def check_env(env_or_factory: Any, *, seeds: tuple[int, ...] = (0, 1, 7), n_rand
             assert info["action_is_valid"], f"{name}: the oracle's action {action!r:.60} was invalid"
             if terminated or truncated:
                 break
+
+
+def fuzz_env(env: Any, actions: Iterable[Any], *, seed: int = 0, between: Sequence[str] = (),
+             check: Callable[[Any, tuple[Any, ...], str], None] | None = None) -> None:
+    """Send every one of ``actions`` (any objects: hostile strings, near-valid spellings, non-strings) to ``env``,
+    reset with ``seed`` first.
+
+    No step may raise; each returns the contract's types and info keys; an invalid action that does not end the
+    episode leaves ``render()`` unchanged. ``check(action, step, before)`` (``before``: the render before the step)
+    adds an env's own assertions. After each fuzzed step one of ``between`` (valid actions, in turn) is played, so
+    the fuzzed strings meet many states; an episode that ends is reset with the next seed.
+    """
+    name = type(getattr(env, "unwrapped", env)).__name__
+    env.reset(seed=seed)
+    for i, action in enumerate(actions):
+        for a, fuzzed in ((action, True), (between[i % len(between)], False)) if between else ((action, True),):
+            before = env.render()
+            try:
+                raw = env.step(a)
+            except Exception as exc:  # noqa: BLE001 - the point of the check
+                raise AssertionError(f"{name}.step({a!r:.60}) raised {type(exc).__name__}: {exc}") from exc
+            step = _check_step(raw, f"{name}.step({a!r:.40})")
+            if not step[4]["action_is_valid"] and not (step[2] or step[3]):
+                assert env.render() == before, f"{name}: invalid action {a!r:.40} changed the state"
+            if check is not None and fuzzed:
+                check(action, step, before)
+            if step[2] or step[3]:
+                seed += 1
+                env.reset(seed=seed)
 
 
 def _numeric(info: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ Fixtures (all isolated from the plugins installed in the environment):
 - ``ragen_registries`` — ``ragen_registries()`` collects the registries of ``ragen_pm`` as registered so far.
 
 Checks (plain functions, usable outside pytest too): :func:`check_env`, :func:`check_filter`,
-:func:`check_estimator`, :func:`check_diagnostic` — see :mod:`ragen_core.checks`.
+:func:`check_estimator`, :func:`check_diagnostic`, and :func:`fuzz_env` (send any actions, e.g. drawn by
+hypothesis, and assert the contract on every step) — see :mod:`ragen_core.checks`.
 
 A third-party plugin's test suite typically reads::
 
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["check_diagnostic", "check_env", "check_estimator", "check_filter"]  # noqa: F822 - from __getattr__
+__all__ = ["check_diagnostic", "check_env", "check_estimator", "check_filter", "fuzz_env"]  # noqa: F822 - from __getattr__
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium
 import pytest
 
-from ragen_core.checks import check_env, hostile_strings
+from ragen_core.checks import check_env, fuzz_env, hostile_strings
 from ragen_core.env import TextSpace, register_gymnasium_envs
 from ragen_core.plugins import build_plugin_manager, collect_registries
 from tests.core.toy import CounterEnv, ToyPlugin
@@ -81,6 +81,27 @@ class NoInstruction(CounterEnv):
 def test_check_env_catches_broken_envs(cls: type, needle: str) -> None:
     with pytest.raises(AssertionError, match=needle):
         check_env(lambda: cls())
+
+
+@pytest.mark.parametrize(("cls", "needle"), [
+    (RaisesOnGarbage, "raised ValueError: bad action"),
+    (MissingInfo, "lacks the required key 'action_is_effective'"),
+    (InvalidChangesState, "changed the state"),
+])
+def test_fuzz_env_catches_broken_envs(cls: type, needle: str) -> None:
+    with pytest.raises(AssertionError, match=needle):
+        fuzz_env(cls(), ["Inc", "Dec", "jump", "🙂"], seed=0)
+
+
+def test_fuzz_env_checks_each_fuzzed_step_and_plays_the_valid_moves_between() -> None:
+    seen: list[tuple[str, bool, str]] = []
+    env = CounterEnv()
+    fuzz_env(env, hostile_strings(60, seed=1), seed=5, between=["Inc"],
+             check=lambda action, step, before: seen.append((action, step[4]["action_is_valid"], before)))
+    assert [a for a, _v, _b in seen] == hostile_strings(60, seed=1)  # the fuzzed ones only, in order
+    assert not any(valid for a, valid, _b in seen if a.strip().lower() not in ("inc", "dec"))
+    assert len({before for _a, _v, before in seen}) > 1  # the moves between reached other states
+    fuzz_env(CounterEnv(), [None, 3, b"Inc"], seed=0)  # non-strings are actions too, and invalid ones
 
 
 def test_hostile_strings_are_varied_and_seeded() -> None:
