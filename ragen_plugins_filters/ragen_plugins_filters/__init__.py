@@ -19,25 +19,19 @@ from ragen_core import hookimpl
 
 _PKG = "ragen_plugins_filters"
 
-#: name -> (entry point, config class, description)
-FILTERS = {
-    "none": (f"{_PKG}.filters:NoFilter", f"{_PKG}.config:NoFilterConfig",
-             "no filtering: every group trains (filter metrics still reported)"),
-    "top_p": (f"{_PKG}.filters:TopPFilter", f"{_PKG}.config:TopPConfig",
-              "RAGEN-2 SNR-adaptive top-p over group scores (linear, value 0.9; or softmax)"),
-    "top_k": (f"{_PKG}.filters:TopKFilter", f"{_PKG}.config:TopKConfig",
-              "the int(value x groups) best groups, at least 1 (StarPO-S: top 25% by reward std)"),
-    "top_k_abs": (f"{_PKG}.filters:TopKAbsFilter", f"{_PKG}.config:TopKAbsConfig",
-                  "the int(value) best groups"),
-    "min_p": (f"{_PKG}.filters:MinPFilter", f"{_PKG}.config:MinPConfig",
-              "groups scoring >= value x the best score (smallest: <= min / value)"),
-    "dynamic": (f"{_PKG}.dynamic:DynamicSampling", f"{_PKG}.config:DynamicSamplingConfig",
-                "DAPO dynamic sampling: drop zero-variance groups, roll out more up to max_rounds"),
-}
-
-
 @hookimpl
 def ragen_register_filters(registry):  # noqa: ANN001, ANN201 - the hookspec documents the types
     """Register every built-in rollout filter."""
-    for name, (entry_point, config, description) in FILTERS.items():
-        registry.register(name, entry_point, config=config, description=description)
+    r = registry.register
+    r("none", f"{_PKG}.filters:NoFilter", config=f"{_PKG}.config:NoFilterConfig",
+      description="no filtering: every group trains (filter metrics still reported)")
+    r("top_p", f"{_PKG}.filters:TopPFilter", config=f"{_PKG}.config:TopPConfig",
+      description="RAGEN-2 SNR-adaptive top-p over group scores (linear, value 0.9; or softmax)")
+    r("top_k", f"{_PKG}.filters:TopKFilter", config=f"{_PKG}.config:TopKConfig",
+      description="the int(value x groups) best groups, at least 1 (StarPO-S: top 25% by reward std)")
+    r("top_k_abs", f"{_PKG}.filters:TopKAbsFilter", config=f"{_PKG}.config:TopKAbsConfig",
+      description="the int(value) best groups")
+    r("min_p", f"{_PKG}.filters:MinPFilter", config=f"{_PKG}.config:MinPConfig",
+      description="groups scoring >= value x the best score (smallest: <= min / value)")
+    r("dynamic", f"{_PKG}.dynamic:DynamicSampling", config=f"{_PKG}.config:DynamicSamplingConfig",
+      description="DAPO dynamic sampling: drop zero-variance groups, roll out more up to max_rounds")

@@ -21,20 +21,14 @@ from ragen_core import hookimpl
 
 _PKG = "ragen_plugins_diagnostics"
 
-#: name -> (entry point, config class or None, description)
-DIAGNOSTICS = {
-    "collapse": (f"{_PKG}.collapse:Collapse", f"{_PKG}.collapse:CollapseConfig",
-                 "RAGEN-2 reasoning collapse: MI between input and reasoning, retrieval accuracy, regimes"),
-    "echo_trap": (f"{_PKG}.echo:EchoTrap", None,
-                  "echo trap: duplicate reasoning across trajectories and groups, distinct-1/2"),
-}
-
-
 @hookimpl
 def ragen_register_diagnostics(registry):  # noqa: ANN001, ANN201 - the hookspec documents the types
     """Register the built-in diagnostics."""
-    for name, (entry_point, config, description) in DIAGNOSTICS.items():
-        registry.register(name, entry_point, config=config, description=description)
+    registry.register("collapse", f"{_PKG}.collapse:Collapse", config=f"{_PKG}.collapse:CollapseConfig",
+                      description="RAGEN-2 reasoning collapse: MI between input and reasoning, retrieval accuracy, "
+                                  "regimes")
+    registry.register("echo_trap", f"{_PKG}.echo:EchoTrap",
+                      description="echo trap: duplicate reasoning across trajectories and groups, distinct-1/2")
 
 
 @hookimpl

@@ -10,27 +10,22 @@ from ragen_core import hookimpl
 
 _PKG = "ragen_plugins_estimators"
 
-#: name -> (entry point, needs_critic, description)
-ESTIMATORS = {
-    "gae": (f"{_PKG}.gae:GAE", True,
-            "PPO's GAE over generated tokens (observation tokens skipped), whitened over the batch"),
-    "bilevel_gae": (f"{_PKG}.gae:BiLevelGAE", True,
-                    "turn-level GAE (gamma 0.95) across turns, then token-level GAE inside each turn"),
-    "grpo": (f"{_PKG}.outcome:GRPO", False,
-             "GRPO: episode score normalised by its group's mean and unbiased std, on every generated token"),
-    "drgrpo": (f"{_PKG}.outcome:DrGRPO", False, "Dr.GRPO: episode score minus its group's mean (no std)"),
-    "rloo": (f"{_PKG}.outcome:RLOO", False, "RLOO: episode score minus the mean of the other episodes of its group"),
-    "reinforce_pp": (f"{_PKG}.outcome:ReinforcePP", False,
-                     "REINFORCE++: discounted token returns whitened over the batch"),
-    "reinforce_pp_baseline": (f"{_PKG}.outcome:ReinforcePPBaseline", False,
-                              "REINFORCE++ with baseline: score minus group mean, whitened over the batch"),
-    "gigpo": (f"{_PKG}.gigpo:GiGPO", False,
-              "GiGPO: episode-level GRPO advantage plus step-level advantage among turns from identical states"),
-}
-
-
 @hookimpl
 def ragen_register_estimators(registry):  # noqa: ANN001, ANN201 - the hookspec documents the types
     """Register every built-in advantage estimator."""
-    for name, (entry_point, needs_critic, description) in ESTIMATORS.items():
-        registry.register(name, entry_point, needs_critic=needs_critic, description=description)
+    r = registry.register
+    r("gae", f"{_PKG}.gae:GAE", needs_critic=True,
+      description="PPO's GAE over generated tokens (observation tokens skipped), whitened over the batch")
+    r("bilevel_gae", f"{_PKG}.gae:BiLevelGAE", needs_critic=True,
+      description="turn-level GAE (gamma 0.95) across turns, then token-level GAE inside each turn")
+    r("grpo", f"{_PKG}.outcome:GRPO",
+      description="GRPO: episode score normalised by its group's mean and unbiased std, on every generated token")
+    r("drgrpo", f"{_PKG}.outcome:DrGRPO", description="Dr.GRPO: episode score minus its group's mean (no std)")
+    r("rloo", f"{_PKG}.outcome:RLOO",
+      description="RLOO: episode score minus the mean of the other episodes of its group")
+    r("reinforce_pp", f"{_PKG}.outcome:ReinforcePP",
+      description="REINFORCE++: discounted token returns whitened over the batch")
+    r("reinforce_pp_baseline", f"{_PKG}.outcome:ReinforcePPBaseline",
+      description="REINFORCE++ with baseline: score minus group mean, whitened over the batch")
+    r("gigpo", f"{_PKG}.gigpo:GiGPO",
+      description="GiGPO: episode-level GRPO advantage plus step-level advantage among turns from identical states")

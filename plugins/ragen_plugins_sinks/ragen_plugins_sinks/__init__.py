@@ -26,24 +26,18 @@ from ragen_core import hookimpl
 _PKG = "ragen_plugins_sinks"
 _STATE = "ragen_plugins_sinks.sinks"
 
-#: name -> (entry point, config class, modules it needs, install hint, description)
-SINKS = {
-    "tensorboard": (f"{_PKG}.tensorboard_sink:TensorBoardSink", f"{_PKG}.tensorboard_sink:TensorBoardConfig",
-                    ("tensorboard",), "pip install 'ragen[tensorboard]'",
-                    "TensorBoard event files: every metric as a scalar, the resolved config as text"),
-    "wandb": (f"{_PKG}.wandb_sink:WandbSink", f"{_PKG}.wandb_sink:WandbConfig", ("wandb",),
-              "pip install 'ragen[wandb]'", "Weights & Biases run (offline by default), the config as run config"),
-    "console": (f"{_PKG}.console:ConsoleSink", f"{_PKG}.console:ConsoleConfig", (), "",
-                "a table of chosen metrics (last value, mean, min, max) every N steps"),
-}
-
-
 @hookimpl
 def ragen_register_sinks(registry):  # noqa: ANN001, ANN201 - the hookspec documents the types
     """Register the built-in sinks."""
-    for name, (entry_point, config, requires, hint, description) in SINKS.items():
-        registry.register(name, entry_point, config=config, requires=requires, install_hint=hint,
-                          description=description)
+    registry.register("tensorboard", f"{_PKG}.tensorboard_sink:TensorBoardSink",
+                      config=f"{_PKG}.tensorboard_sink:TensorBoardConfig", requires=("tensorboard",),
+                      install_hint="pip install 'ragen[tensorboard]'",
+                      description="TensorBoard event files: every metric as a scalar, the resolved config as text")
+    registry.register("wandb", f"{_PKG}.wandb_sink:WandbSink", config=f"{_PKG}.wandb_sink:WandbConfig",
+                      requires=("wandb",), install_hint="pip install 'ragen[wandb]'",
+                      description="Weights & Biases run (offline by default), the config as run config")
+    registry.register("console", f"{_PKG}.console:ConsoleSink", config=f"{_PKG}.console:ConsoleConfig",
+                      description="a table of chosen metrics (last value, mean, min, max) every N steps")
 
 
 @hookimpl
