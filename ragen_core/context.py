@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ragen_core.data import RolloutBatch
 from ragen_core.errors import PluginError
 from ragen_core.metrics import warn_truncation
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pluggy import HookRelay, PluginManager
+
+    from ragen_core.config import RagenConfig, ResolvedConfig
+    from ragen_core.registry import Registries
 
 __all__ = ["RunContext", "StepContext"]
 
@@ -28,21 +34,21 @@ class RunContext:
     :ivar mode: ``"train"``, ``"eval"`` or ``"rollout"``.
     """
 
-    resolved: Any
-    registries: Any
-    pm: Any
+    resolved: ResolvedConfig
+    registries: Registries
+    pm: PluginManager  # the run's RagenPluginManager
     run_dir: Path
-    log: Any
+    log: Any  # a structlog bound logger (whatever logger factory the run's logging set up)
     mode: str = "train"
     state: dict[str, Any] = attrs.field(factory=dict)
 
     @property
-    def config(self) -> Any:
+    def config(self) -> RagenConfig:
         """The core :class:`~ragen_core.config.RagenConfig`."""
         return self.resolved.config
 
     @property
-    def hook(self) -> Any:
+    def hook(self) -> HookRelay:
         """The plugin manager's hook relay (``run.hook.ragen_on_step_end(ctx=...)``)."""
         return self.pm.hook
 

@@ -36,7 +36,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ragen_core.config import ResolvedConfig
     from ragen_core.context import RunContext, StepContext
-    from ragen_core.registry import EnvRegistry, Registries, Registry
+    from ragen_core.registry import (
+        DiagnosticSpec,
+        EnvRegistry,
+        EstimatorSpec,
+        FilterSpec,
+        PolicySpec,
+        Registries,
+        Registry,
+        SinkSpec,
+        TrainerSpec,
+    )
 
 hookspec = HookspecMarker("ragen")
 
@@ -60,7 +70,7 @@ def ragen_register_envs(registry: EnvRegistry) -> None:
 
 
 @hookspec
-def ragen_register_filters(registry: Registry[Any]) -> None:
+def ragen_register_filters(registry: Registry[FilterSpec]) -> None:
     """Register rollout filters (:class:`~ragen_core.protocols.RolloutFilter`).
 
     Called once per plugin manager when the registries are collected, plugin by plugin.
@@ -72,7 +82,7 @@ def ragen_register_filters(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def ragen_register_estimators(registry: Registry[Any]) -> None:
+def ragen_register_estimators(registry: Registry[EstimatorSpec]) -> None:
     """Register advantage estimators (:class:`~ragen_core.protocols.Estimator`).
 
     Called once per plugin manager when the registries are collected, plugin by plugin.
@@ -84,7 +94,7 @@ def ragen_register_estimators(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def ragen_register_diagnostics(registry: Registry[Any]) -> None:
+def ragen_register_diagnostics(registry: Registry[DiagnosticSpec]) -> None:
     """Register diagnostics (:class:`~ragen_core.protocols.Diagnostic`).
 
     Called once per plugin manager when the registries are collected, plugin by plugin.
@@ -96,7 +106,7 @@ def ragen_register_diagnostics(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def ragen_register_trainers(registry: Registry[Any]) -> None:
+def ragen_register_trainers(registry: Registry[TrainerSpec]) -> None:
     """Register trainers.
 
     Called once per plugin manager when the registries are collected, plugin by plugin.
@@ -110,7 +120,7 @@ def ragen_register_trainers(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def ragen_register_policies(registry: Registry[Any]) -> None:
+def ragen_register_policies(registry: Registry[PolicySpec]) -> None:
     """Register policy backends: what ``ragen eval --model MODEL`` samples from (a local model, an HTTP endpoint).
 
     Called once per plugin manager when the registries are collected, plugin by plugin.
@@ -126,7 +136,7 @@ def ragen_register_policies(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def ragen_register_sinks(registry: Registry[Any]) -> None:
+def ragen_register_sinks(registry: Registry[SinkSpec]) -> None:
     """Register metric sinks: where metrics records go besides ``metrics.jsonl`` (TensorBoard, W&B, a console table).
 
     Called once per plugin manager when the registries are collected, plugin by plugin.
@@ -239,7 +249,7 @@ def ragen_on_metrics(run: RunContext, step: int, metrics: dict[str, float]) -> N
 
 
 @hookspec
-def ragen_on_error(ctx: Any, error: BaseException) -> None:
+def ragen_on_error(ctx: StepContext | RunContext, error: BaseException) -> None:
     """Something failed during a run: an env raised (the trajectory is marked and excluded, the run goes on) or the
     run itself is aborting.
 
