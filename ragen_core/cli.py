@@ -102,12 +102,22 @@ def build_cli(pm: Any = None) -> click.Group:
 
     @cli.command("envs")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-    def envs_cmd(as_json: bool) -> None:
+    @click.option("--long", "long", is_flag=True, help="Each env's rules, actions, rewards and success.")
+    def envs_cmd(as_json: bool, long: bool) -> None:
         """List environments and env variants."""
         _pm, registries = _env_registries()
         items = [spec.describe() for spec in registries.envs]
         if as_json:
             click.echo(json.dumps(items, indent=2))
+            return
+        from ragen_core.registry import GUIDE_KEYS
+
+        for it in items if long else ():
+            click.echo(f"{it['name']} ({it['kind']}, plugin {it['plugin']}): {it['description']}")
+            for key in [k for k in GUIDE_KEYS if k in it.get("guide", {})]:
+                click.echo(click.wrap_text(it["guide"][key], initial_indent=f"  {key}: ", subsequent_indent="    ",
+                                           width=100))
+        if long:
             return
         rows = [(it["name"], it["kind"],
                  (it.get("env", "") + (f" {json.dumps(it['params'])}" if it.get("params") else "")) or "-",

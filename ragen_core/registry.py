@@ -142,16 +142,27 @@ def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"
 
 
+#: the parts of an env's catalogue entry (:attr:`EnvSpec.guide`), in the order they are shown
+GUIDE_KEYS = ("rules", "actions", "rewards", "success")
+
+
 @attrs.frozen(kw_only=True)
 class EnvSpec(ComponentSpec):
     """An environment class (a :class:`ragen_core.env.TextEnv` or any gymnasium env of the text contract).
 
     :ivar hints: how rollouts of this env should be shaped (a :class:`RolloutHints` or a mapping of its fields);
         None: the env class's ``rollout_hints`` attribute, if any, read when a config using the env is resolved.
+    :ivar guide: the env's catalogue entry, a few sentences for each of ``rules``, ``actions``, ``rewards`` and
+        ``success`` (any subset): ``ragen envs --long`` and the docs' env catalogue show it, for any plugin's env.
     """
 
     kind: ClassVar[str] = "env"
     hints: RolloutHints | None = attrs.field(default=None, converter=_to_hints)
+    guide: Mapping[str, str] = attrs.field(factory=dict, converter=dict, validator=attrs.validators.deep_mapping(
+        attrs.validators.in_(GUIDE_KEYS), attrs.validators.instance_of(str)))
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "guide": dict(self.guide)}
 
     def rollout_hints(self) -> RolloutHints:
         """The registration's hints, else the env class's ``rollout_hints`` (loads the class), else none."""

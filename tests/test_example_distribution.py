@@ -32,6 +32,7 @@ def test_example_distribution_installs_appears_and_uninstalls(tmp_path: Path) ->
         envs = json.loads(ragen("envs", "--json").stdout)
         mine = {e["name"]: e for e in envs if e["plugin"] == "example"}
         assert set(mine) == {"guess_number", "guess_number_hard"}
+        assert "  rules: A hidden whole number between 1 and `high`" in ragen("envs", "--long").stdout
         plugins = {p["name"]: p for p in json.loads(ragen("plugins", "--json").stdout)}
         assert plugins["example"]["distribution"] == "ragen-example-plugin"
         assert plugins["example"]["version"] == "0.2.0"

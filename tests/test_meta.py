@@ -72,9 +72,10 @@ ROLLOUT_MODULES = {"rollout.py", "chat.py", "batching.py", "shape.py", "metrics.
 #: the size aims of the core, in lines of code: 2,000 and 2,600 until session 5, raised by the ~90 lines that harden
 #: what only the core can (issue #14: YAML limits, finite and bounded numbers, run names, exclusive run folders,
 #: strict component names on every command, the unmarked-hook warning), and in session 10 by the 14 lines of typing-only
-#: imports that give the public hooks and RunContext concrete types instead of ``Any`` (issue #16); anything else that
-#: grows the core needs a reason of the same kind
-FRAMEWORK_AIM, CORE_AIM = 2115, 2715
+#: imports that give the public hooks and RunContext concrete types instead of ``Any`` and the 14 of an env's
+#: catalogue guide at registration with ``ragen envs --long`` (issue #16: both only the core can provide); anything
+#: else that grows the core needs a reason of the same kind
+FRAMEWORK_AIM, CORE_AIM = 2130, 2730
 
 
 def test_core_is_small() -> None:

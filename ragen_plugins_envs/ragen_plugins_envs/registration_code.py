@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
+from ragen_plugins_envs.guides import GUIDES
 
 __all__ = ["CODE_ENVS", "CODE_ENV_HINTS", "CODE_ENV_VARIANTS", "register_code_envs"]
 
@@ -45,6 +46,7 @@ CODE_ENV_HINTS: dict[str, RolloutHints] = {
 def register_code_envs(registry: Any) -> None:
     """Register ``deepcoder`` and its variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in CODE_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description, hints=CODE_ENV_HINTS[name])
+        registry.register(name, entry_point, config=config, description=description, hints=CODE_ENV_HINTS[name],
+                          guide=GUIDES.get(name, {}))
     for name, (env, params, description) in CODE_ENV_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragen_core.registry import RolloutHints
+from ragen_plugins_envs.guides import GUIDES
 
 if TYPE_CHECKING:
     from ragen_core.registry import EnvRegistry
@@ -77,12 +78,12 @@ def register_grid_envs(registry: EnvRegistry) -> None:
     registry.register(
         "sokoban", "ragen_plugins_envs.sokoban:SokobanEnv",
         description="Sokoban: push every box onto a target; procedurally generated 6x6 room with 1 box (RAGEN)",
-        hints=GRID_HINTS["sokoban"],
+        hints=GRID_HINTS["sokoban"], guide=GUIDES["sokoban"],
     )
     registry.register(
         "frozenlake", "ragen_plugins_envs.frozenlake:FrozenLakeEnv",
         description="FrozenLake: reach the goal without falling into a hole; random 4x4 map, slippery (RAGEN)",
-        hints=GRID_HINTS["frozenlake"],
+        hints=GRID_HINTS["frozenlake"], guide=GUIDES["frozenlake"],
     )
     for name, (env, params, description) in GRID_VARIANTS.items():
         registry.register_variant(name, env=env, params=params, description=description, hints=GRID_HINTS.get(name))

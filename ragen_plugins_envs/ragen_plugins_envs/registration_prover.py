@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
+from ragen_plugins_envs.guides import GUIDES
 
 __all__ = ["PROVER_ENVS", "PROVER_HINTS", "PROVER_VARIANTS", "register_prover_envs"]
 
@@ -55,6 +56,7 @@ PROVER_HINTS: dict[str, RolloutHints] = {
 def register_prover_envs(registry: Any) -> None:
     """Register ``lean``, ``coq`` and their variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in PROVER_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description, hints=PROVER_HINTS[name])
+        registry.register(name, entry_point, config=config, description=description, hints=PROVER_HINTS[name],
+                          guide=GUIDES.get(name, {}))
     for name, (env, params, description) in PROVER_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)

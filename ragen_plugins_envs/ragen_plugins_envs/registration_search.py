@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
+from ragen_plugins_envs.guides import GUIDES
 
 __all__ = ["SEARCH_ENVS", "SEARCH_ENV_HINTS", "SEARCH_ENV_VARIANTS", "add_search_commands", "register_search_envs"]
 
@@ -49,7 +50,7 @@ def register_search_envs(registry: Any) -> None:
     """Register ``searchqa`` and its variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in SEARCH_ENVS.items():
         registry.register(name, entry_point, config=config, description=description,
-                          hints=SEARCH_ENV_HINTS[name])
+                          hints=SEARCH_ENV_HINTS[name], guide=GUIDES.get(name, {}))
     for name, (env, params, description) in SEARCH_ENV_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)
 

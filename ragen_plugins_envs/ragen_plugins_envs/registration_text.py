@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
+from ragen_plugins_envs.guides import GUIDES
 
 __all__ = ["TEXT_ENVS", "TEXT_ENV_HINTS", "TEXT_ENV_VARIANTS", "register_text_envs"]
 
@@ -75,7 +76,8 @@ TEXT_ENV_HINTS: dict[str, RolloutHints] = {
 def register_text_envs(registry: Any) -> None:
     """Register the four text-task envs and their variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in TEXT_ENVS.items():
-        registry.register(name, entry_point, config=config, description=description, hints=TEXT_ENV_HINTS[name])
+        registry.register(name, entry_point, config=config, description=description, hints=TEXT_ENV_HINTS[name],
+                          guide=GUIDES.get(name, {}))
     for name, (env, params, description) in TEXT_ENV_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description,
                                   hints=TEXT_ENV_HINTS.get(name))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
+from ragen_plugins_envs.guides import GUIDES
 
 __all__ = ["WEBSHOP_ENVS", "WEBSHOP_ENV_HINTS", "WEBSHOP_ENV_VARIANTS", "register_webshop_envs"]
 
@@ -44,6 +45,6 @@ def register_webshop_envs(registry: Any) -> None:
     """Register ``webshop`` and its variants on an env registry (``EnvRegistry``)."""
     for name, (entry_point, config, description) in WEBSHOP_ENVS.items():
         registry.register(name, entry_point, config=config, description=description,
-                          hints=WEBSHOP_ENV_HINTS[name])
+                          hints=WEBSHOP_ENV_HINTS[name], guide=GUIDES.get(name, {}))
     for name, (env, params, description) in WEBSHOP_ENV_VARIANTS.items():
         registry.register_variant(name, env=env, params=dict(params), description=description)

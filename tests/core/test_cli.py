@@ -43,6 +43,16 @@ def test_envs_json() -> None:
     assert invoke("envs").exit_code == 0
 
 
+def test_envs_long_shows_each_plugin_envs_guide_in_order() -> None:
+    res = invoke("envs", "--long")
+    assert res.exit_code == 0, res.output
+    block = res.output[res.output.index("counter (env, plugin tests.core.toy_plugin)"):]
+    assert block.index("  rules: Inc adds one, Dec takes one.") < block.index("  success: the counter equals the target.")
+    assert "counter5 (env variant" in res.output
+    items = {e["name"]: e for e in json.loads(invoke("envs", "--json").output)}
+    assert items["counter"]["guide"]["rules"] == "Inc adds one, Dec takes one."
+
+
 def test_config_show_resolves_every_default() -> None:
     import yaml
 

@@ -106,3 +106,17 @@ def test_env_option_errors_name_the_env() -> None:
         reg.make("counter", {"target": 0})
     with pytest.raises(RagenError, match="did you mean 'env counter.target'"):
         reg.make("counter", {"targte": 3})
+
+
+def test_an_env_guide_with_an_unknown_part_or_a_non_string_is_refused_naming_the_plugin() -> None:
+    from ragen_core.errors import PluginError
+    from ragen_core.registry import EnvRegistry
+
+    reg = EnvRegistry()
+    with reg.owned_by("mine"):
+        spec = reg.register("ok", "x.y:Z", guide={"rules": "r", "success": "s"})
+        assert spec.guide == {"rules": "r", "success": "s"} and spec.describe()["guide"] == spec.guide
+        with pytest.raises(PluginError, match=r"plugin mine registered env 'bad' with bad fields"):
+            reg.register("bad", "x.y:Z", guide={"howto": "?"})
+        with pytest.raises(PluginError, match="bad fields"):
+            reg.register("bad2", "x.y:Z", guide={"rules": 3})

@@ -135,7 +135,8 @@ class ToyPlugin:
 
     @hookimpl
     def ragen_register_envs(self, registry: Any) -> None:
-        registry.register("counter", "tests.core.toy:CounterEnv", description="count to a target")
+        registry.register("counter", "tests.core.toy:CounterEnv", description="count to a target",
+                          guide={"success": "the counter equals the target.", "rules": "Inc adds one, Dec takes one."})
         registry.register_variant("counter5", env="counter", params={"target": 5, "max_actions": 8},
                                   description="count to 5")
 

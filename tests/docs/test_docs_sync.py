@@ -35,13 +35,17 @@ def test_every_config_option_has_a_doc() -> None:
         f"attrs.field(metadata={{'doc': ...}})), then regenerate with {gen.REGENERATE}: " + ", ".join(missing))
 
 
-def test_every_builtin_env_has_a_guide() -> None:
+def test_every_builtin_env_registers_a_full_guide() -> None:
+    from ragen_core.registry import GUIDE_KEYS
+    from ragen_plugins_envs.guides import GUIDES
+
     registries = gen.builtin_registries()
-    missing = [spec.name for spec in registries.envs.envs() if spec.name not in gen.ENV_GUIDE]
-    assert not missing, (f"envs without rules in the catalogue: {missing}; add them to ENV_GUIDE in "
-                         f"scripts/gen_docs.py, then regenerate with {gen.REGENERATE}")
-    stale = sorted(set(gen.ENV_GUIDE) - {spec.name for spec in registries.envs.envs()})
-    assert not stale, f"ENV_GUIDE in scripts/gen_docs.py describes envs that are not registered: {stale}"
+    missing = {spec.name: sorted(set(GUIDE_KEYS) - set(spec.guide)) for spec in registries.envs.envs()
+               if set(spec.guide) != set(GUIDE_KEYS)}
+    assert not missing, (f"envs without their full catalogue entry: {missing}; add them to "
+                         f"ragen_plugins_envs/guides.py, then regenerate with {gen.REGENERATE}")
+    stale = sorted(set(GUIDES) - {spec.name for spec in registries.envs.envs()})
+    assert not stale, f"ragen_plugins_envs/guides.py describes envs that are not registered: {stale}"
 
 
 def test_only_builtin_plugins_are_documented() -> None:
