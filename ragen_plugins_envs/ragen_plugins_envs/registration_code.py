@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
-from ragen_plugins_envs.guides import GUIDES
+from ragen_plugins_envs.registration_guides import GUIDES
 
 __all__ = ["CODE_ENVS", "CODE_ENV_HINTS", "CODE_ENV_VARIANTS", "register_code_envs"]
 

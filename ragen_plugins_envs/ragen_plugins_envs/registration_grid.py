@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ragen_core.registry import RolloutHints
-from ragen_plugins_envs.guides import GUIDES
+from ragen_plugins_envs.registration_guides import GUIDES
 
 if TYPE_CHECKING:
     from ragen_core.registry import EnvRegistry

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
-from ragen_plugins_envs.guides import GUIDES
+from ragen_plugins_envs.registration_guides import GUIDES
 
 __all__ = ["PROVER_ENVS", "PROVER_HINTS", "PROVER_VARIANTS", "register_prover_envs"]
 

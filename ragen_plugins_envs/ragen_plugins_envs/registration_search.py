@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
-from ragen_plugins_envs.guides import GUIDES
+from ragen_plugins_envs.registration_guides import GUIDES
 
 __all__ = ["SEARCH_ENVS", "SEARCH_ENV_HINTS", "SEARCH_ENV_VARIANTS", "add_search_commands", "register_search_envs"]
 

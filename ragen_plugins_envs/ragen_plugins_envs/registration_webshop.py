@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core.registry import RolloutHints
-from ragen_plugins_envs.guides import GUIDES
+from ragen_plugins_envs.registration_guides import GUIDES
 
 __all__ = ["WEBSHOP_ENVS", "WEBSHOP_ENV_HINTS", "WEBSHOP_ENV_VARIANTS", "register_webshop_envs"]
 

@@ -37,15 +37,15 @@ def test_every_config_option_has_a_doc() -> None:
 
 def test_every_builtin_env_registers_a_full_guide() -> None:
     from ragen_core.registry import GUIDE_KEYS
-    from ragen_plugins_envs.guides import GUIDES
+    from ragen_plugins_envs.registration_guides import GUIDES
 
     registries = gen.builtin_registries()
     missing = {spec.name: sorted(set(GUIDE_KEYS) - set(spec.guide)) for spec in registries.envs.envs()
                if set(spec.guide) != set(GUIDE_KEYS)}
     assert not missing, (f"envs without their full catalogue entry: {missing}; add them to "
-                         f"ragen_plugins_envs/guides.py, then regenerate with {gen.REGENERATE}")
+                         f"ragen_plugins_envs/registration_guides.py, then regenerate with {gen.REGENERATE}")
     stale = sorted(set(GUIDES) - {spec.name for spec in registries.envs.envs()})
-    assert not stale, f"ragen_plugins_envs/guides.py describes envs that are not registered: {stale}"
+    assert not stale, f"ragen_plugins_envs/registration_guides.py describes envs that are not registered: {stale}"
 
 
 def test_only_builtin_plugins_are_documented() -> None:
