@@ -147,7 +147,7 @@ def build_cli(pm: Any = None) -> click.Group:
     @click.option("--seed", type=int, default=0, show_default=True, help="Reset seed.")
     def play_cmd(env: str, options: tuple[str, ...], seed: int) -> None:
         """Play ENV in the terminal (options as key=value, e.g. dim_room=[8,8])."""
-        from ragen_core.config import parse_override
+        from ragen_core.overrides import parse_override
 
         opts: dict[str, Any] = {}
         for text in options:

@@ -16,20 +16,15 @@ Components are selected by name: ``filter: top_p`` or ``filter: {name: top_p, va
 
 from __future__ import annotations
 
-import collections.abc as cabc
-import copy
-import enum
-import math
-import re
-import types
-import typing
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
 from ragen_core.errors import ConfigError, RagenError, UnknownComponentError, suggest
+from ragen_core.overrides import apply_overrides, load_yaml, parse_override
 from ragen_core.shape import RolloutHints, apply_env_hints, derived_run_name
+from ragen_core.structuring import INTERNAL, join_path, short_repr, structure, unstructure
 
 __all__ = [
     "Component",
@@ -51,187 +46,6 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------------------- structuring
-
-def structure(cls: type, data: Any, path: str = "") -> Any:
-    """Build an instance of attrs class ``cls`` from plain data, strictly.
-
-    Unknown keys, wrong types and validator failures raise :class:`ConfigError` naming ``path.key``. Supported field
-    types: ``bool``, ``int``, ``float`` (ints accepted), ``str``, ``Any``, ``None``, ``Optional``/``Union``,
-    ``Literal``, enums, ``list[X]``, ``tuple[X, ...]``, ``tuple[X, Y]``, ``dict[str, X]``/``Mapping`` and nested
-    attrs classes.
-    """
-    return _structure_value(cls, data, path)
-
-
-#: attrs field metadata marking bookkeeping that is not a config key (never read from or written to YAML)
-INTERNAL = "ragen_internal"
-
-
-def _is_key(f: attrs.Attribute[Any]) -> bool:
-    return f.init and not f.metadata.get(INTERNAL)
-
-
-def _join(path: str, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
-
-
-def _structure_attrs(cls: type, data: Any, path: str) -> Any:
-    if data is None:
-        data = {}
-    if attrs.has(type(data)) and isinstance(data, cls):
-        return data
-    if not isinstance(data, cabc.Mapping):
-        raise ConfigError(f"{path or cls.__name__}: expected a mapping of options, got {_tname(data)} {_short(data)}")
-    hook = getattr(cls, "__ragen_structure__", None)
-    if hook is not None:
-        data = hook(dict(data))
-    try:
-        attrs.resolve_types(cls)
-    except NameError as exc:
-        raise RagenError(f"config class {cls.__qualname__} has an annotation that cannot be resolved: {exc}",
-                         hint="define config classes at module level and import the types they use") from exc
-    fields = {f.alias or f.name: f for f in attrs.fields(cls) if _is_key(f)}
-    for key in data:
-        if key not in fields:
-            close = suggest(str(key), list(fields))
-            hint = f"did you mean {_join(path, close)!r}?" if close else (
-                f"valid keys: {', '.join(sorted(fields)) or '(none: this section takes no options)'}")
-            raise ConfigError(f"unknown config key {_join(path, key)!r}", hint=hint)
-    kwargs = {}
-    for key, value in data.items():
-        kwargs[key] = _structure_value(fields[key].type, value, _join(path, key))
-    try:
-        return cls(**kwargs)
-    except (ValueError, TypeError) as exc:
-        match = _FIELD_MSG.match(str(exc))
-        if match and match.group(1) in fields:
-            raise ConfigError(f"{_join(path, match.group(1))}: {match.group(2)}") from exc
-        raise ConfigError(f"{path or cls.__name__}: {exc}") from exc
-
-
-_FIELD_MSG = re.compile(r"^'?(\w+)'? (must .*)$", re.S)
-
-
-#: the most characters of a value echoed in an error message
-ECHO_LIMIT = 200
-
-
-def _short(value: Any) -> str:
-    """``repr(value)``, cut to :data:`ECHO_LIMIT` characters (an error line never carries a huge value)."""
-    text = repr(value)
-    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT - 3] + "..."
-
-
-def _tname(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _structure_value(tp: Any, value: Any, path: str) -> Any:  # noqa: C901 - a type dispatch
-    if tp is Any or tp is object or tp is None and value is None:
-        return value
-    if isinstance(tp, str):
-        raise ConfigError(f"{path}: unresolved type annotation {tp!r}")
-    if attrs.has(tp):
-        return _structure_attrs(tp, value, path)
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if tp is type(None):
-        if value is None:
-            return None
-        raise ConfigError(f"{path}: expected null, got {_tname(value)} {_short(value)}")
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _structure_value(arg, value, path)
-            except ConfigError as exc:
-                errors.append(exc)
-        if len(errors) == 1:
-            raise errors[0]
-        raise ConfigError(f"{path}: {_short(value)} matches none of {_type_str(tp)}")
-    if origin is Literal:
-        if value in args and not (isinstance(value, bool) and not any(isinstance(a, bool) for a in args)):
-            return value
-        close = suggest(str(value), [str(a) for a in args])
-        raise ConfigError(f"{path}: {_short(value)} is not one of {', '.join(repr(a) for a in args)}",
-                          hint=f"did you mean {close!r}?" if close else None)
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp(value)
-        except ValueError:
-            raise ConfigError(f"{path}: {_short(value)} is not one of {', '.join(repr(m.value) for m in tp)}") from None
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{path}: expected true or false, got {_tname(value)} {_short(value)}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ConfigError(f"{path}: expected an integer, got {_tname(value)} {_short(value)}")
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except OverflowError:
-                number = math.inf
-            if not math.isfinite(number):
-                raise ConfigError(f"{path}: expected a finite number, got {_short(value)}")
-            return number
-        raise ConfigError(f"{path}: expected a number, got {_tname(value)} {_short(value)}")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"{path}: expected a string, got {_tname(value)} {_short(value)}")
-    if origin in (list, cabc.Sequence, cabc.MutableSequence) or tp in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {_short(value)}")
-        item = args[0] if args else Any
-        return [_structure_value(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {_short(value)}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_structure_value(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
-        if len(value) != len(args):
-            raise ConfigError(f"{path}: expected {len(args)} items, got {len(value)}")
-        return tuple(_structure_value(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if origin in (dict, cabc.Mapping, cabc.MutableMapping) or tp is dict:
-        if not isinstance(value, cabc.Mapping):
-            raise ConfigError(f"{path}: expected a mapping, got {_tname(value)} {_short(value)}")
-        kt, vt = args if args else (Any, Any)
-        return {_structure_value(kt, k, path): _structure_value(vt, v, _join(path, k)) for k, v in value.items()}
-    if isinstance(tp, type):
-        if isinstance(value, tp):
-            return value
-        raise ConfigError(f"{path}: expected {tp.__name__}, got {_tname(value)} {_short(value)}")
-    raise ConfigError(f"{path}: unsupported config type {_type_str(tp)}")
-
-
-def _type_str(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def unstructure(obj: Any) -> Any:
-    """Turn an attrs config (possibly nested) into plain YAML-able data."""
-    if attrs.has(type(obj)):
-        return {f.alias or f.name: unstructure(getattr(obj, f.name))
-                for f in attrs.fields(type(obj)) if _is_key(f)}
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, cabc.Mapping):
-        return {str(k): unstructure(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [unstructure(v) for v in obj]
-    return obj
-
-
 # --------------------------------------------------------------------------------------------- core sections
 
 def _nonneg(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -251,7 +65,7 @@ def _at_most(limit: int) -> Any:
         if value < 1:
             raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
         if value > limit:
-            raise ValueError(f"'{attribute.name}' must be at most {limit:,}: {_short(value)}")
+            raise ValueError(f"'{attribute.name}' must be at most {limit:,}: {short_repr(value)}")
 
     return check
 
@@ -482,143 +296,6 @@ def default_config_data() -> dict[str, Any]:
     return data
 
 
-# --------------------------------------------------------------------------------------------- overrides
-
-#: YAML 1.2 floats (``1e-6``, ``3E5``) that PyYAML's YAML 1.1 resolver leaves as strings
-_FLOAT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
-
-
-#: the deepest nesting a config document may have (RAGEN's configs use 4 levels)
-YAML_MAX_DEPTH = 64
-#: the most nodes a document may expand to once its aliases are followed (an alias "bomb" is refused before it is
-#: built: 9 levels of 9 aliases are 387 million nodes in 509 bytes)
-YAML_MAX_NODES = 100_000
-
-
-def _expanded(node: Any, memo: dict[int, int]) -> int:
-    """The nodes of a composed YAML document once its aliases are followed (capped just over the limit)."""
-    if id(node) not in memo:
-        memo[id(node)] = 1  # a recursive alias counts once
-        kids = [c for item in node.value for c in (item if isinstance(item, tuple) else (item,))] \
-            if isinstance(node.value, list) else []
-        memo[id(node)] = min(1 + sum(_expanded(c, memo) for c in kids), YAML_MAX_NODES + 1)
-    return memo[id(node)]
-
-
-def load_yaml(text: str) -> Any:
-    """``yaml.safe_load``, with YAML 1.2 floats (``1e-6`` is a float) and limits: a key repeated in one mapping, more
-    than :data:`YAML_MAX_DEPTH` levels of nesting, or aliases that expand to more than :data:`YAML_MAX_NODES` nodes
-    raise ``yaml.YAMLError`` with the line, instead of a silent choice, a ``RecursionError`` or an exhausted memory."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type hints
-        depth = 0
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            self.depth += 1
-            if self.depth > YAML_MAX_DEPTH:
-                line = self.peek_event().start_mark.line + 1
-                raise yaml.YAMLError(f"nested more than {YAML_MAX_DEPTH} levels deep (line {line})")
-            node = super().compose_node(parent, index)
-            self.depth -= 1
-            return node
-
-        def construct_document(self, node: Any) -> Any:
-            if _expanded(node, {}) > YAML_MAX_NODES:
-                raise yaml.YAMLError(f"expands to more than {YAML_MAX_NODES:,} values once its aliases (*name) "
-                                     "are followed")
-            return super().construct_document(node)
-
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: dict[str, int] = {}
-            for key, _ in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-                    if key.value in seen:
-                        raise yaml.YAMLError(f"duplicate key {_short(key.value)} (line {key.start_mark.line + 1}, "
-                                             f"first on line {seen[key.value]}): a mapping names each key once")
-                    seen[key.value] = key.start_mark.line + 1
-            return super().construct_mapping(node, deep)
-
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
-    return yaml.load(text, Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
-
-
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """Parse ``a.b.c=value`` into (``["a", "b", "c"]``, typed value). Values are YAML: ``3``, ``0.5``,
-    ``true``, ``null``, ``[1, 2]``, ``{a: 1}``; anything else is a string."""
-    import yaml
-
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"bad override {text!r}", hint="overrides look like key.sub=value, e.g. rollout.group_size=8")
-    try:
-        value = load_yaml(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key.split("."), value
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply dotted overrides (in order) to a nested dict/list structure; returns a new structure."""
-    data = copy.deepcopy(data)
-    for text in overrides:
-        keys, value = parse_override(text)
-        _set_path(data, keys, value, text)
-    return data
-
-
-_SHORTHAND = {"filter", "estimator", "trainer"}
-
-
-def _set_path(data: dict[str, Any], keys: list[str], value: Any, text: str) -> None:
-    node: Any = data
-    for i, key in enumerate(keys[:-1]):
-        if i == 0 and key == "env":
-            key = keys[0] = "envs"
-            node.setdefault("envs", [{}])
-            node = node["envs"]
-            if not isinstance(node, list) or len(node) != 1:
-                raise ConfigError(f"override {text!r}: 'env.' needs exactly one env", hint="use envs.N.key=value")
-            node = node[0]
-            if isinstance(node, str):
-                node = data["envs"][0] = {"name": node}
-            continue
-        if isinstance(node, list):
-            try:
-                idx = int(key)
-                if isinstance(node[idx], str):  # a name shorthand ("envs: [a, b]") gains options
-                    node[idx] = {"name": node[idx]}
-                node = node[idx]
-            except (ValueError, IndexError):
-                raise ConfigError(f"override {text!r}: {'.'.join(keys[:i + 1])!r} is not a valid list index") from None
-            continue
-        if not isinstance(node, dict):
-            raise ConfigError(f"override {text!r}: {'.'.join(keys[:i])!r} is not a section")
-        child = node.get(key)
-        if child is None:
-            child = node[key] = {}
-        elif isinstance(child, str) and i == 0 and key in _SHORTHAND:
-            child = node[key] = {"name": child}
-        node = child
-    last = keys[-1]
-    if len(keys) == 1 and last == "env":
-        data.pop("envs", None)
-        data["envs"] = [value]
-        return
-    if isinstance(node, list):
-        try:
-            node[int(last)] = value
-        except (ValueError, IndexError):
-            raise ConfigError(f"override {text!r}: {last!r} is not a valid list index") from None
-        return
-    if not isinstance(node, dict):
-        raise ConfigError(f"override {text!r}: {'.'.join(keys[:-1])!r} is not a section")
-    if len(keys) == 1 and last in _SHORTHAND and isinstance(value, str):
-        value = {"name": value}
-    node[last] = value
-
-
 # --------------------------------------------------------------------------------------------- loading
 
 def load_config_data(path: str | Path | None = None, overrides: list[str] | None = None, *,
@@ -681,7 +358,7 @@ def _leaves(data: Any, prefix: str) -> set[str]:
     """The dotted keys of the values a (nested) mapping sets: ``{rollout: {max_turn: 3}}`` -> ``{rollout.max_turn}``."""
     if not isinstance(data, dict):
         return {prefix}
-    return set().union(*(_leaves(value, _join(prefix, key)) for key, value in data.items()))
+    return set().union(*(_leaves(value, join_path(prefix, key)) for key, value in data.items()))
 
 
 def explicit_keys(path: str | Path | None = None, overrides: list[str] | None = None) -> frozenset[str]:

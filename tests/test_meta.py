@@ -73,9 +73,10 @@ ROLLOUT_MODULES = {"rollout.py", "chat.py", "batching.py", "shape.py", "metrics.
 #: what only the core can (issue #14: YAML limits, finite and bounded numbers, run names, exclusive run folders,
 #: strict component names on every command, the unmarked-hook warning), and in session 10 by the 14 lines of typing-only
 #: imports that give the public hooks and RunContext concrete types instead of ``Any`` and the 14 of an env's
-#: catalogue guide at registration with ``ragen envs --long`` (issue #16: both only the core can provide); anything
-#: else that grows the core needs a reason of the same kind
-FRAMEWORK_AIM, CORE_AIM = 2130, 2730
+#: catalogue guide at registration with ``ragen envs --long`` (issue #16: both only the core can provide), and the 13
+#: lines of imports and headers that splitting config.py into structuring, overrides and config costs (issue #16);
+#: anything else that grows the core needs a reason of the same kind
+FRAMEWORK_AIM, CORE_AIM = 2145, 2745
 
 
 def test_core_is_small() -> None:

@@ -249,7 +249,7 @@ def test_resolved_config_round_trips(toy: tuple[Any, Any], tmp_path: Path) -> No
 @pytest.mark.parametrize(("raw", "want"), [("1e-6", 1e-6), ("1.5e3", 1500.0), ("-2E-3", -2e-3), (".5e1", 5.0),
                                            ("12", 12), ("1e", "1e"), ("1e-6x", "1e-6x"), ("[1e-3, 2]", [1e-3, 2])])
 def test_scientific_notation_is_a_number_in_overrides_and_files(tmp_path, raw, want) -> None:
-    from ragen_core.config import load_yaml
+    from ragen_core.overrides import load_yaml
 
     assert parse_override(f"trainer.actor_lr={raw}")[1] == want
     assert load_yaml(f"x: {raw}\n") == {"x": want}

@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 
 from ragen_core import hookimpl
 from ragen_core.cli import build_cli
-from ragen_core.config import ECHO_LIMIT, YAML_MAX_DEPTH, YAML_MAX_NODES, load_config, load_yaml
+from ragen_core.config import load_config
 from ragen_core.errors import ConfigError, PluginWarning
+from ragen_core.overrides import YAML_MAX_DEPTH, YAML_MAX_NODES, load_yaml
 from ragen_core.plugins import RagenPluginManager, build_plugin_manager
+from ragen_core.structuring import ECHO_LIMIT
 
 
 def _cli(*args: str):

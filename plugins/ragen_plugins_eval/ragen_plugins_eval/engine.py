@@ -21,8 +21,9 @@ from typing import Any
 import attrs
 
 from ragen_core.chat import ChatCodec, system_message, user_message
-from ragen_core.config import load_config, parse_override, resolve_config, unstructure
+from ragen_core.config import load_config, resolve_config, unstructure
 from ragen_core.errors import ConfigError, RagenError
+from ragen_core.overrides import parse_override
 from ragen_core.rollout import make_episodes, run_lockstep
 
 __all__ = ["eval_metrics", "pass_at_k", "prepare_eval", "read_trajectories", "run_eval", "trajectory_record"]
