@@ -91,7 +91,7 @@ class _Scripted:
     copy of the env)."""
 
     def __init__(self, episodes: list, kind: str, most: int, sep: str, seed: int, think: bool = True) -> None:
-        from ragen_core.chat import TextTokenizer
+        from ragen_core.starpo.chat import TextTokenizer
 
         self.think = think
         self.envs = {ep.episode_id: ep.env for ep in episodes}
@@ -112,7 +112,7 @@ class _Scripted:
         return [self.rng.choice(names) for _ in range(k)]
 
     def generate(self, requests: list) -> list:
-        from ragen_core.rollout import GenerationResult
+        from ragen_core.starpo.rollout import GenerationResult
 
         out = []
         for req in requests:
@@ -128,11 +128,11 @@ def baselines(run_dir: Path, seed: int = 0, most: int | None = None, repeats: in
     """Validation success of the scripted policies on the validation set of the run in ``run_dir``, with up to
     ``most`` actions per turn (default: the run's ``rollout.max_actions_per_turn``), averaged over ``repeats`` plays
     of the whole set (random policies are noisy on 128 episodes)."""
-    from ragen_core.chat import ChatCodec, TextTokenizer
     from ragen_core.config import load_config, resolve_config
     from ragen_core.plugins import build_plugin_manager, collect_registries
-    from ragen_core.rollout import make_episodes, run_lockstep
     from ragen_core.runner import rollout_metrics
+    from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+    from ragen_core.starpo.rollout import make_episodes, run_lockstep
 
     config = load_config(run_dir / "config.yaml")
     pm = build_plugin_manager(config)

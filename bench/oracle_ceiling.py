@@ -24,7 +24,7 @@ from pathlib import Path
 def _oracle_demonstrations() -> None:
     """Make the warm-start's demonstration policy answer the env's oracle move (random where it has none)."""
     import ragen_plugins_torch.sft as sft
-    from ragen_core.rollout import GenerationResult
+    from ragen_core.starpo.rollout import GenerationResult
 
     def generate(self: sft.DemoPolicy, requests: list) -> list:
         out = []

@@ -108,8 +108,8 @@ def instrument_model(model: Any, timers: Timers) -> None:
 
 
 def instrument_rollout_module(timers: Timers) -> None:
-    """Prompt building and parsing functions the episode calls through ``ragen_core.rollout``'s namespace."""
-    from ragen_core import rollout
+    """Prompt building and parsing functions the episode calls through ``ragen_core.starpo.rollout``'s namespace."""
+    from ragen_core.starpo import rollout
 
     for name in ("system_message", "user_message", "parse_response", "_summary"):
         setattr(rollout, name, timers.exclusive("prompt", getattr(rollout, name)))
@@ -155,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from ragen_core.chat import ChatCodec
-    from ragen_core.rollout import make_episodes, run_lockstep
     from ragen_core.runner import group_seeds
+    from ragen_core.starpo.chat import ChatCodec
+    from ragen_core.starpo.rollout import make_episodes, run_lockstep
     from ragen_plugins_torch.models import load_model_and_tokenizer
     from ragen_plugins_torch.policy import HFPolicy
     from ragen_plugins_torch.sft import demonstration_samples, warm_start

@@ -135,10 +135,10 @@ def run_ragen(args: argparse.Namespace, model_folder: str, workdir: Path) -> dic
 def countdown_prompts(args: argparse.Namespace, model_folder: str, tokenizer: Any) -> tuple[list[str], list[int], Any]:
     """Prompt texts of ragen's rollout loop for the seeds of every step (row k: seed ``seed_train + k``), checked to
     tokenise back to the very ids ragen feeds the model."""
-    from ragen_core.chat import ChatCodec
     from ragen_core.config import load_config
     from ragen_core.plugins import build_plugin_manager, collect_registries
-    from ragen_core.rollout import Episode, GenerationRequest
+    from ragen_core.starpo.chat import ChatCodec
+    from ragen_core.starpo.rollout import Episode, GenerationRequest
 
     with tempfile.TemporaryDirectory() as tmp:
         import yaml
@@ -171,7 +171,7 @@ def run_trl(args: argparse.Namespace, model_folder: str, workdir: Path) -> dict[
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from ragen_core.chat import parse_response
+    from ragen_core.starpo.chat import parse_response
 
     tokenizer = AutoTokenizer.from_pretrained(model_folder)
     model = AutoModelForCausalLM.from_pretrained(model_folder, dtype=torch.float32)

@@ -23,7 +23,7 @@ import attrs
 
 from ragen_core.errors import ConfigError, RagenError, UnknownComponentError, suggest
 from ragen_core.overrides import apply_overrides, load_yaml, parse_override
-from ragen_core.shape import RolloutHints, apply_env_hints, derived_run_name
+from ragen_core.starpo.shape import RolloutHints, apply_env_hints, derived_run_name
 from ragen_core.structuring import INTERNAL, join_path, short_repr, structure, unstructure
 
 __all__ = [

@@ -11,7 +11,7 @@ import attrs
 
 from ragen_core.data import RolloutBatch
 from ragen_core.errors import PluginError
-from ragen_core.metrics import warn_truncation
+from ragen_core.starpo.metrics import warn_truncation
 
 if TYPE_CHECKING:  # pragma: no cover
     from pluggy import HookRelay, PluginManager

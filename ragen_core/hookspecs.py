@@ -127,7 +127,7 @@ def ragen_register_policies(registry: Registry[PolicySpec]) -> None:
 
     :param registry: the policy-backend registry; ``registry.register("hf", "pkg.mod:HFBackend",
         config="pkg.mod:HFBackendConfig", schemes=("path",))``. ``Backend(config)`` must be a
-        :class:`~ragen_core.rollout.Policy` (``tokenizer`` with a chat template, ``generate(requests)``); the
+        :class:`~ragen_core.starpo.rollout.Policy` (``tokenizer`` with a chat template, ``generate(requests)``); the
         config class needs a ``model: str`` field. ``schemes`` are the URL schemes (``"http"``) or ``"path"``
         (local paths and names) it serves when ``--backend`` is not given. Constructing it should fail with a
         :class:`~ragen_core.errors.RagenError` when the model is missing or the endpoint does not answer.

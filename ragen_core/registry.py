@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import attrs
 
 from ragen_core.errors import DuplicateComponentError, PluginError, RagenError, UnknownComponentError, suggest
-from ragen_core.shape import DEFAULT_THINK_TOKENS, RolloutHints, _to_hints
+from ragen_core.starpo.shape import DEFAULT_THINK_TOKENS, RolloutHints, _to_hints
 
 __all__ = [
     "ComponentSpec",
@@ -243,7 +243,7 @@ class TrainerSpec(ComponentSpec):
 
 @attrs.frozen(kw_only=True)
 class PolicySpec(ComponentSpec):
-    """A policy backend for ``ragen eval``: ``Backend(config)`` is a :class:`~ragen_core.rollout.Policy` (a
+    """A policy backend for ``ragen eval``: ``Backend(config)`` is a :class:`~ragen_core.starpo.rollout.Policy` (a
     ``tokenizer`` and ``generate(requests)``); its config class has a ``model`` field (a path, name or URL).
 
     :ivar schemes: the model strings it serves when ``--backend`` is not given: URL schemes (``"http"``) or

@@ -16,11 +16,12 @@ from typing import Any
 
 import yaml
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.context import RunContext
 from ragen_core.errors import RagenError
 from ragen_core.log import get_logger
-from ragen_core.metrics import (
+from ragen_core.plugins import plugin_infos
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.metrics import (
     STANDARD_INFO_KEYS,
     TRUNCATION_WARNING_RATE,
     final_info,
@@ -28,8 +29,7 @@ from ragen_core.metrics import (
     rollout_metrics,
     warn_truncation,
 )
-from ragen_core.plugins import plugin_infos
-from ragen_core.rollout import ScriptedPolicy, make_episodes, run_lockstep
+from ragen_core.starpo.rollout import ScriptedPolicy, make_episodes, run_lockstep
 
 __all__ = ["STANDARD_INFO_KEYS", "TRUNCATION_WARNING_RATE", "execute", "final_info", "group_seeds", "info_metrics",
            "new_run_dir", "rollout_metrics", "run_scripted", "start_run", "warn_truncation"]

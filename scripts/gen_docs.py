@@ -13,7 +13,7 @@ field's doc (attrs field metadata ``doc``/``help``, else the class docstring's `
 
 ``envs.md`` is the env catalogue: per env its rules (the ``guide`` its plugin registered), valid actions,
 default options, variants, and the first prompt of seed 0 exactly as the core's prompt builder
-(:mod:`ragen_core.chat`) renders it.
+(:mod:`ragen_core.starpo.chat`) renders it.
 
 Only the built-in plugins (the repository's ``ragen-plugins-*`` distributions) are loaded, so a third-party plugin
 installed on the machine does not change the pages. The output is deterministic: sorted, no timestamps, no absolute paths, and no text that
@@ -617,8 +617,8 @@ def first_prompt(registries: Any, name: str, options: dict[str, Any] | None = No
     """The first prompt of env ``name`` at seed 0, with the rollout settings ``env: NAME`` alone gets (the defaults
     shaped by the env's hints, :func:`rollout_for`), as the model sees it (text that depends on the machine
     replaced as :data:`MACHINE_TEXT` says)."""
-    from ragen_core.chat import ChatCodec, TextTokenizer, system_message, user_message
     from ragen_core.errors import RagenError
+    from ragen_core.starpo.chat import ChatCodec, TextTokenizer, system_message, user_message
 
     rc = rollout_for(registries, name)
     try:
@@ -667,7 +667,7 @@ def render_envs() -> str:
         "",
         "## How an episode is shown to the model",
         "",
-        "The prompt is built by the core (`ragen_core.chat`), the same for every env and trainer:",
+        "The prompt is built by the core (`ragen_core.starpo.chat`), the same for every env and trainer:",
         "",
         "- **system message**: `You're a helpful assistant.`, the env's instruction, the legend of the symbols "
         "in the state (when the env has one) and the valid action names with how many actions one answer may "

@@ -66,7 +66,7 @@ def code_lines(path: Path) -> int:
     return len(lines - doc_lines)
 
 
-ROLLOUT_MODULES = {"rollout.py", "chat.py", "batching.py", "shape.py", "metrics.py"}  # the shared StarPO layer, in the core by design
+STARPO = ROOT / "ragen_core" / "starpo"  # the shared StarPO layer (rollout, chat, batching, shape, metrics, ppo)
 
 
 #: the size aims of the core, in lines of code: 2,000 and 2,600 until session 5, raised by the ~90 lines that harden
@@ -75,13 +75,14 @@ ROLLOUT_MODULES = {"rollout.py", "chat.py", "batching.py", "shape.py", "metrics.
 #: imports that give the public hooks and RunContext concrete types instead of ``Any`` and the 14 of an env's
 #: catalogue guide at registration with ``ragen envs --long`` (issue #16: both only the core can provide), and the 13
 #: lines of imports and headers that splitting config.py into structuring, overrides and config costs (issue #16);
-#: anything else that grows the core needs a reason of the same kind
-FRAMEWORK_AIM, CORE_AIM = 2145, 2745
+#: ppo.py (36 lines) then moved to the StarPO layer, so the framework aim is back to 2110; anything else that grows
+#: the core needs a reason of the same kind
+FRAMEWORK_AIM, CORE_AIM = 2110, 2720
 
 
 def test_core_is_small() -> None:
-    sizes = {p.name: code_lines(p) for p in (ROOT / "ragen_core").rglob("*.py")}
-    framework = sum(n for name, n in sizes.items() if name not in ROLLOUT_MODULES)
+    sizes = {p: code_lines(p) for p in (ROOT / "ragen_core").rglob("*.py")}
+    framework = sum(n for path, n in sizes.items() if STARPO not in path.parents)
     assert framework <= FRAMEWORK_AIM, (f"the plugin framework in ragen_core has {framework} lines of code "
                                         f"(aim: <= {FRAMEWORK_AIM})")
     assert sum(sizes.values()) <= CORE_AIM, f"ragen_core has {sum(sizes.values())} lines of code with the rollout loop"

@@ -1,14 +1,14 @@
-"""The random baseline a trained policy must beat (``ragen_core.rollout.random_baseline``), and scripted policies in
+"""The random baseline a trained policy must beat (``ragen_core.starpo.rollout.random_baseline``), and scripted policies in
 both thinking modes."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.config import load_config, resolve_config
 from ragen_core.plugins import build_plugin_manager, collect_registries
-from ragen_core.rollout import ScriptedPolicy, make_episodes, random_baseline, run_lockstep
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.rollout import ScriptedPolicy, make_episodes, random_baseline, run_lockstep
 
 
 def resolved(*overrides: str):

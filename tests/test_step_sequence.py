@@ -76,11 +76,11 @@ def test_verls_trainer_mode(record: Path, tmp_path: Path, monkeypatch: pytest.Mo
     from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
     import ragen_plugins_verl.verl_trainer as vt
-    from ragen_core.chat import ChatCodec, TextTokenizer
     from ragen_core.config import load_config, resolve_config
     from ragen_core.plugins import collect_registries
-    from ragen_core.rollout import ScriptedPolicy, make_episodes, run_lockstep
     from ragen_core.runner import start_run
+    from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+    from ragen_core.starpo.rollout import ScriptedPolicy, make_episodes, run_lockstep
     from ragen_plugins_verl.agent_loop import trajectory_output
     from ragen_plugins_verl.dataproto import _objects
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.config import RolloutConfig
 from ragen_core.data import RolloutBatch, Trajectory, Turn, random_batch, read_batches, write_batches
-from ragen_core.rollout import Episode, GenerationRequest, GenerationResult, is_truncated, run_lockstep
 from ragen_core.runner import TRUNCATION_WARNING_RATE, rollout_metrics, warn_truncation
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.rollout import Episode, GenerationRequest, GenerationResult, is_truncated, run_lockstep
 from tests.core.toy import CounterEnv
 
 

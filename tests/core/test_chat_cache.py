@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_core.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
 
 
 class CountingTokenizer(TextTokenizer):

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.config import RolloutConfig
 from ragen_core.data import RolloutBatch, Trajectory, Turn
-from ragen_core.rollout import Episode, ScriptedPolicy, run_lockstep
 from ragen_core.runner import STANDARD_INFO_KEYS, final_info, rollout_metrics
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.rollout import Episode, ScriptedPolicy, run_lockstep
 from tests.core.toy import CounterEnv
 
 values_st = st.one_of(

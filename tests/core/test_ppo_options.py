@@ -1,11 +1,11 @@
-"""The shared PPO options (``ragen_core.ppo``): RAGEN's defaults, the validators, and field ordering."""
+"""The shared PPO options (``ragen_core.starpo.ppo``): RAGEN's defaults, the validators, and field ordering."""
 
 from __future__ import annotations
 
 import attrs
 import pytest
 
-from ragen_core.ppo import PPOOptions, leading
+from ragen_core.starpo.ppo import PPOOptions, leading
 
 
 def test_defaults_are_ragens() -> None:

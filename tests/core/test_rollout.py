@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_core.batching import advantage_input, build_samples, normalise_scores
-from ragen_core.chat import ChatCodec, TextTokenizer, parse_response, user_message
 from ragen_core.config import RolloutConfig
 from ragen_core.data import RolloutBatch, Trajectory
 from ragen_core.registry import EnvRegistry
-from ragen_core.rollout import (
+from ragen_core.starpo.batching import advantage_input, build_samples, normalise_scores
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer, parse_response, user_message
+from ragen_core.starpo.rollout import (
     Episode,
     GenerationResult,
     ScriptedPolicy,
@@ -112,7 +112,7 @@ def test_full_mode_is_token_exact() -> None:
     t = run_lockstep(eps, ScriptedPolicy.for_episodes(eps, "oracle")).trajectories[0]
     ids = [i for turn in t.turns for i in (*turn.prompt_ids, *turn.response_ids)]
     env = CounterEnv(target=4, max_actions=8)
-    from ragen_core.chat import system_message
+    from ragen_core.starpo.chat import system_message
 
     messages = [{"role": "system", "content": system_message(env, max_actions_per_turn=2, action_sep="||")}]
     previous = None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.data import RolloutBatch, Trajectory, Turn
 from ragen_core.protocols import DiagnosticContext
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
 
 TOK = TextTokenizer()
 CODEC = ChatCodec(TOK)

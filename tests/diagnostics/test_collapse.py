@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.checks import check_diagnostic
 from ragen_core.config import RolloutConfig
 from ragen_core.data import RolloutBatch
 from ragen_core.protocols import DiagnosticContext
-from ragen_core.rollout import Episode, GenerationResult, run_lockstep
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.rollout import Episode, GenerationResult, run_lockstep
 from ragen_plugins_diagnostics.collapse import (
     Collapse,
     CollapseConfig,

@@ -6,11 +6,11 @@ import gymnasium
 import pytest
 from click.testing import CliRunner
 
-from ragen_core.chat import system_message, user_message
 from ragen_core.checks import check_env
 from ragen_core.cli import build_cli
 from ragen_core.env import register_gymnasium_envs
 from ragen_core.plugins import build_plugin_manager, collect_registries
+from ragen_core.starpo.chat import system_message, user_message
 from tests.needs import needs_plugin
 
 REGISTRIES = collect_registries(build_plugin_manager())

@@ -1,7 +1,7 @@
 """A test plugin (``RAGEN_PLUGINS=tests.eval.scripted_backend``): a scripted policy backend and two toy envs.
 
 The ``scripted`` backend answers ``Inc`` with probability ``p_inc`` (else ``Dec``) from a random generator that
-``seed(n)`` reseeds, in characters of :class:`~ragen_core.chat.TextTokenizer`; ``interrupt_after=N`` raises
+``seed(n)`` reseeds, in characters of :class:`~ragen_core.starpo.chat.TextTokenizer`; ``interrupt_after=N`` raises
 ``KeyboardInterrupt`` in its N-th ``generate`` call (an interrupted eval). Model ``missing`` does not exist.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 import attrs
 
 from ragen_core import hookimpl
-from ragen_core.chat import TextTokenizer
 from ragen_core.errors import RagenError
-from ragen_core.rollout import GenerationRequest, GenerationResult
+from ragen_core.starpo.chat import TextTokenizer
+from ragen_core.starpo.rollout import GenerationRequest, GenerationResult
 from tests.core.toy import CounterEnv
 
 

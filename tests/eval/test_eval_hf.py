@@ -13,9 +13,9 @@ pytest.importorskip("transformers")
 
 from click.testing import CliRunner  # noqa: E402
 
-from ragen_core.chat import ChatCodec  # noqa: E402
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
+from ragen_core.starpo.chat import ChatCodec  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.config import RolloutConfig
 from ragen_core.plugins import build_plugin_manager, collect_registries
-from ragen_core.rollout import GenerationResult, make_episodes, run_lockstep
 from ragen_core.runner import rollout_metrics
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.rollout import GenerationResult, make_episodes, run_lockstep
 from ragen_plugins_eval.engine import eval_metrics, trajectory_record
 from tests.eval import scripted_backend
 

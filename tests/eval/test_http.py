@@ -239,7 +239,7 @@ class _FakeBackend:
         self.tokenizer, self.delay, self.context_length = tokenizer, delay, context_length
 
     def generate(self, requests: list[Any]) -> list[Any]:
-        from ragen_core.rollout import GenerationResult
+        from ragen_core.starpo.rollout import GenerationResult
 
         time.sleep(self.delay)
         return [GenerationResult(token_ids=(5,), logprobs=(-0.5,), finish_reason="stop", mean_entropy=1.0)

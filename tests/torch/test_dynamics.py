@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ragen_core.chat import ChatCodec  # noqa: E402
 from ragen_core.config import RolloutConfig  # noqa: E402
 from ragen_core.plugins import build_plugin_manager, collect_registries  # noqa: E402
+from ragen_core.starpo.chat import ChatCodec  # noqa: E402
 from ragen_plugins_torch import models  # noqa: E402
 from ragen_plugins_torch.dynamics import (  # noqa: E402
     MARKER_TEXT,
@@ -69,7 +69,7 @@ def test_each_transition_targets_the_observation_its_answer_led_to(tokenizer: An
     codec = ChatCodec(tokenizer, think=think)
     samples = transition_samples(registries, [(env, 1, {})], codec, rollout, groups=3, seed=seed)
     assert samples
-    from ragen_core.rollout import make_episodes, run_lockstep
+    from ragen_core.starpo.rollout import make_episodes, run_lockstep
     from ragen_plugins_torch.sft import DemoPolicy
 
     # the same random play, run again through the public loop, gives the turns the samples were made of

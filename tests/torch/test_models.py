@@ -75,8 +75,8 @@ def test_tiny_builds_into_the_cache_and_reloads_with_from_pretrained(cache: Path
 
 
 def test_tiny_tokenizer_round_trips_env_text(tiny: tuple) -> None:
-    from ragen_core.chat import system_message, user_message
     from ragen_core.plugins import build_plugin_manager, collect_registries
+    from ragen_core.starpo.chat import system_message, user_message
 
     _, tokenizer = tiny
     registries = collect_registries(build_plugin_manager(
@@ -156,7 +156,7 @@ def test_tiny_special_and_tag_tokens_are_single(tiny: tuple) -> None:
 
 
 def test_tiny_chat_template_is_chatml(tiny: tuple) -> None:
-    from ragen_core.chat import ChatCodec
+    from ragen_core.starpo.chat import ChatCodec
 
     _, tokenizer = tiny
     assert tokenizer.chat_template == CHATML_TEMPLATE

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from ragen_core.chat import ChatCodec  # noqa: E402
-from ragen_core.rollout import GenerationRequest, GenerationResult  # noqa: E402
+from ragen_core.starpo.chat import ChatCodec  # noqa: E402
+from ragen_core.starpo.rollout import GenerationRequest, GenerationResult  # noqa: E402
 from ragen_plugins_torch import models  # noqa: E402
 from ragen_plugins_torch.losses import token_logprobs_entropy  # noqa: E402
 from ragen_plugins_torch.policy import (  # noqa: E402

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ragen_core.chat import ChatCodec  # noqa: E402
 from ragen_core.config import RolloutConfig  # noqa: E402
 from ragen_core.errors import ConfigError  # noqa: E402
 from ragen_core.plugins import build_plugin_manager, collect_registries  # noqa: E402
-from ragen_core.rollout import make_episodes, run_lockstep  # noqa: E402
+from ragen_core.starpo.chat import ChatCodec  # noqa: E402
+from ragen_core.starpo.rollout import make_episodes, run_lockstep  # noqa: E402
 from ragen_plugins_torch import models  # noqa: E402
 from ragen_plugins_torch.sft import DemoPolicy, check_demonstration_budget, demonstration_samples  # noqa: E402
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from ragen_core.chat import ChatCodec, TextTokenizer
 from ragen_core.config import RolloutConfig
 from ragen_core.data import RolloutBatch
-from ragen_core.rollout import ScriptedPolicy, make_episodes, run_lockstep
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.rollout import ScriptedPolicy, make_episodes, run_lockstep
 
 HAVE_VERL = importlib.util.find_spec("verl") is not None
 

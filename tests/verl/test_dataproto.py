@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragen_core.batching import advantage_input, build_samples, normalise_scores
 from ragen_core.data import RolloutBatch
+from ragen_core.starpo.batching import advantage_input, build_samples, normalise_scores
 
 from .conftest import require_verl, rollout
 

@@ -1,4 +1,4 @@
-"""Both trainer configs take their PPO options from ``ragen_core.ppo.PPOOptions`` (none redefines one), so the keys,
+"""Both trainer configs take their PPO options from ``ragen_core.starpo.ppo.PPOOptions`` (none redefines one), so the keys,
 defaults and validators cannot drift apart; a PPO option is accepted or refused the same way by both."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ragen_core.ppo import PPOOptions
+from ragen_core.starpo.ppo import PPOOptions
 from ragen_plugins_verl.config import VerlTrainerConfig
 
 PPO_KEYS = [f.name for f in attrs.fields(PPOOptions)]

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ragen_core.batching import advantage_input, build_samples, normalise_scores
 from ragen_core.config import load_config, resolve_config
 from ragen_core.errors import ConfigError
 from ragen_core.plugins import build_plugin_manager, collect_registries
+from ragen_core.starpo.batching import advantage_input, build_samples, normalise_scores
 
 from .conftest import require_verl, rollout
 

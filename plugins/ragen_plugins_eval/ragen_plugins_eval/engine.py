@@ -3,8 +3,8 @@ with success, pass@k and avg@k.
 
 The policy comes from a backend registered through ``ragen_register_policies`` (a local Hugging Face model from the
 torch plugin, an OpenAI-compatible HTTP endpoint from this plugin, or a third party's), chosen by ``--backend`` or by
-the model's URL scheme. Episodes run through the training rollout loop (:func:`~ragen_core.rollout.make_episodes` and
-:func:`~ragen_core.rollout.run_lockstep`); group ``i`` of every env resets with ``seed + i``.
+the model's URL scheme. Episodes run through the training rollout loop (:func:`~ragen_core.starpo.rollout.make_episodes` and
+:func:`~ragen_core.starpo.rollout.run_lockstep`); group ``i`` of every env resets with ``seed + i``.
 
 A run directory holds ``eval.json`` (the settings), ``trajectories.jsonl`` (one line per trajectory, appended a batch
 of whole groups at a time), ``config.yaml``, ``plugins.json`` and ``summary.json``. Evaluating into a directory that
@@ -20,11 +20,11 @@ from typing import Any
 
 import attrs
 
-from ragen_core.chat import ChatCodec, system_message, user_message
 from ragen_core.config import load_config, resolve_config, unstructure
 from ragen_core.errors import ConfigError, RagenError
 from ragen_core.overrides import parse_override
-from ragen_core.rollout import make_episodes, run_lockstep
+from ragen_core.starpo.chat import ChatCodec, system_message, user_message
+from ragen_core.starpo.rollout import make_episodes, run_lockstep
 
 __all__ = ["eval_metrics", "pass_at_k", "prepare_eval", "read_trajectories", "run_eval", "trajectory_record"]
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import attrs
 
 from ragen_core.errors import RagenError
-from ragen_core.rollout import GenerationRequest, GenerationResult
+from ragen_core.starpo.rollout import GenerationRequest, GenerationResult
 
 __all__ = ["ChatMLTextTokenizer", "OpenAIConfig", "OpenAIPolicy"]
 

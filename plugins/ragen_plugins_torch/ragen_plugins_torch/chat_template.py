@@ -4,7 +4,7 @@ A conversation renders as ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` per me
 ``<|im_start|>assistant\\n``. Assistant contents sit inside ``{% generation %}`` blocks, so Hugging Face's
 ``apply_chat_template(..., return_assistant_tokens_mask=True)`` can mark the assistant tokens; the rendered text is
 unchanged by them (an assistant reply appears verbatim after the generation prompt, as
-:class:`ragen_core.chat.ChatCodec` requires).
+:class:`ragen_core.starpo.chat.ChatCodec` requires).
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ from typing import Any
 
 import attrs
 
-from ragen_core.chat import ChatCodec
 from ragen_core.errors import ConfigError, RagenError
-from ragen_core.rollout import make_episodes, run_lockstep
+from ragen_core.starpo.chat import ChatCodec
+from ragen_core.starpo.rollout import make_episodes, run_lockstep
 
 from .models import MARKER, _build_atomically, _is_built, _settings_hash, _versions, model_cache_dir
 from .sft import DemoPolicy, check_demonstration_budget, scale_plan, warm_start

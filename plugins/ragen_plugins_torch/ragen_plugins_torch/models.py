@@ -391,9 +391,9 @@ def env_corpus(*, seed: int = 0, episodes: int = 16, max_turns: int = 4) -> list
     ``<think>``/``<answer>`` replies; then come the instructions, legends and action names, and the prompt
     scaffolding words. Deterministic in ``seed``.
     """
-    from ragen_core.chat import system_message, user_message
     from ragen_core.log import get_logger
     from ragen_core.plugins import build_plugin_manager, collect_registries
+    from ragen_core.starpo.chat import system_message, user_message
 
     pm = build_plugin_manager(environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": _CORPUS_PLUGINS})
     registries = collect_registries(pm)

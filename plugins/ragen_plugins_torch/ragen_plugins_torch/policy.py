@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ragen_core.rollout import GenerationRequest, GenerationResult
+from ragen_core.starpo.rollout import GenerationRequest, GenerationResult
 
 from .losses import token_logprobs_entropy
 

@@ -47,7 +47,7 @@ import attrs
 import click
 
 from ragen_core.errors import RagenError
-from ragen_core.rollout import GenerationRequest, GenerationResult
+from ragen_core.starpo.rollout import GenerationRequest, GenerationResult
 
 __all__ = ["HFBackend", "HFBackendConfig", "ModelServer", "add_serve_command", "check_best_spelling",
            "resolve_checkpoint"]

@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from ragen_core.batching import build_samples
-from ragen_core.chat import ChatCodec
 from ragen_core.errors import ConfigError
-from ragen_core.rollout import GenerationRequest, GenerationResult, make_episodes, run_lockstep
+from ragen_core.starpo.batching import build_samples
+from ragen_core.starpo.chat import ChatCodec
+from ragen_core.starpo.rollout import GenerationRequest, GenerationResult, make_episodes, run_lockstep
 
 from .forward import masked_logprobs
 from .policy import pad_right

@@ -19,14 +19,14 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
-from ragen_core.batching import advantage_input, build_samples, normalise_scores
-from ragen_core.chat import ChatCodec
 from ragen_core.data import read_batches, write_batches
 from ragen_core.errors import RagenError
-from ragen_core.ppo import PPOOptions, leading
 from ragen_core.protocols import DiagnosticContext
-from ragen_core.rollout import make_episodes, random_baseline, run_lockstep
 from ragen_core.runner import group_seeds, rollout_metrics, warn_truncation
+from ragen_core.starpo.batching import advantage_input, build_samples, normalise_scores
+from ragen_core.starpo.chat import ChatCodec
+from ragen_core.starpo.ppo import PPOOptions, leading
+from ragen_core.starpo.rollout import make_episodes, random_baseline, run_lockstep
 
 __all__ = ["TorchTrainer", "TorchTrainerConfig", "best_checkpoint", "latest_checkpoint"]
 
@@ -45,7 +45,7 @@ def _nonneg(_i: Any, a: Any, v: Any) -> None:
 class TorchTrainerConfig(PPOOptions):
     """Options of the native trainer (RAGEN's defaults where they exist; tiny CPU models need larger lrs).
 
-    The PPO options (``actor_lr`` ... ``value_clip``) are :class:`ragen_core.ppo.PPOOptions`, shared with the
+    The PPO options (``actor_lr`` ... ``value_clip``) are :class:`ragen_core.starpo.ppo.PPOOptions`, shared with the
     ``verl`` trainer.
 
     :ivar model: a Hugging Face causal-LM folder or hub id, a checkpoint's ``actor/`` folder, or a built-in name:

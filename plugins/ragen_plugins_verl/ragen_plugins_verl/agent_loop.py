@@ -1,9 +1,9 @@
 """The core's episode runner inside veRL's agent-loop API (``verl.experimental.agent_loop``, veRL 0.9.1).
 
 One dataset row is one env group (env or variant, options, seed); veRL runs ``rollout.n`` = ``group_size`` sessions
-of it. Each session is :class:`RagenAgentLoop`: it makes the env, builds the core's :class:`~ragen_core.rollout.
+of it. Each session is :class:`RagenAgentLoop`: it makes the env, builds the core's :class:`~ragen_core.starpo.rollout.
 Episode` (prompts, parsing, rewards, format penalties — exactly as the native trainer) and drives it with
-:func:`~ragen_core.rollout.run_async`, whose generation calls go to veRL's LLM servers (vLLM/SGLang) as token ids
+:func:`~ragen_core.starpo.rollout.run_async`, whose generation calls go to veRL's LLM servers (vLLM/SGLang) as token ids
 with log-probs. The finished trajectory becomes one ``AgentLoopOutput`` (:func:`trajectory_output`): the first turn's
 prompt as ``prompt_ids``, every later token as ``response_ids`` — the sampled ids themselves, never re-tokenised —
 with ``response_mask`` 1 only on generated tokens, the sampler's log-probs, and the trajectory score as
@@ -20,9 +20,9 @@ from typing import Any
 
 import attrs
 
-from ragen_core.batching import build_samples
 from ragen_core.data import RolloutBatch, Trajectory, Turn
-from ragen_core.rollout import Episode, GenerationRequest, GenerationResult, run_async
+from ragen_core.starpo.batching import build_samples
+from ragen_core.starpo.rollout import Episode, GenerationRequest, GenerationResult, run_async
 
 from .dataproto import prompt_split
 
@@ -122,7 +122,7 @@ class RagenAgentLoop(_agent_loop_base()):  # type: ignore[misc]
         from verl.experimental.agent_loop import AgentLoopOutput
         from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics
 
-        from ragen_core.chat import ChatCodec
+        from ragen_core.starpo.chat import ChatCodec
 
         ragen_data: Any = OmegaConf.to_container(self.config.ragen.config, resolve=True)
         ctx = _WorkerContext.get(ragen_data)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import attrs
 
 from ragen_core.errors import ConfigError, RagenError
-from ragen_core.ppo import PPOOptions, leading
+from ragen_core.starpo.ppo import PPOOptions, leading
 
 __all__ = ["VERL_INSTALL", "VerlTrainerConfig", "build_verl_config", "check_resources", "unsupported",
            "validate_verl_config", "verl_settings", "visible_gpus"]
@@ -58,7 +58,7 @@ def _unit(_i: Any, a: Any, v: Any) -> None:
 class VerlTrainerConfig(PPOOptions):
     """Options of the ``verl`` trainer (``trainer: {name: verl, ...}``); see ``docs/verl.md`` for the mapping.
 
-    The PPO options (``actor_lr`` ... ``value_clip``) are :class:`ragen_core.ppo.PPOOptions`, shared with the native
+    The PPO options (``actor_lr`` ... ``value_clip``) are :class:`ragen_core.starpo.ppo.PPOOptions`, shared with the native
     trainer (names, defaults, validators), so a config moves between ``trainer: torch`` and ``trainer: verl`` by
     changing the name and the resource keys.
     ``mini_batch_size`` counts trajectories, as in the native trainer; veRL counts prompts (groups), so it must be a

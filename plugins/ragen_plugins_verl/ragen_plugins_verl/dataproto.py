@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ragen_core.batching import Sample, normalise_scores
 from ragen_core.data import RolloutBatch, Trajectory, Turn
 from ragen_core.protocols import AdvantageInput, AdvantageOutput
+from ragen_core.starpo.batching import Sample, normalise_scores
 
 __all__ = ["apply_reward_norm", "dense_groups", "from_dataproto_rows", "prompt_split", "samples_to_dataproto",
            "to_advantage_input", "to_rollout_batch", "write_advantages"]
@@ -127,7 +127,7 @@ def to_advantage_input(data: Any, *, with_values: bool = False) -> AdvantageInpu
 
     Rewards come from ``token_level_rewards`` (else ``token_level_scores``), groups from ``uid``; ``values``,
     ``ragen_turn_ids``, ``ragen_state_keys`` and ``ragen_episode`` are used when present. Episode ids are passed only
-    when several rows share an episode (as :func:`ragen_core.batching.advantage_input` does).
+    when several rows share an episode (as :func:`ragen_core.starpo.batching.advantage_input` does).
     """
     batch, nt = data.batch, data.non_tensor_batch
     keys = set(batch.keys())
@@ -192,7 +192,7 @@ def from_dataproto_rows(data: Any, rows: Sequence[int]) -> Any:
 
 def apply_reward_norm(data: Any, method: str, by: str) -> Any:
     """RAGEN's score normalisation on a ``DataProto`` (trajectory-level placement): each row's score (the sum of its
-    ``token_level_scores``) is replaced by the core's :func:`~ragen_core.batching.normalise_scores` value, on the row's
+    ``token_level_scores``) is replaced by the core's :func:`~ragen_core.starpo.batching.normalise_scores` value, on the row's
     last generated token. ``identity`` leaves the data as it is."""
     if method == "identity":
         return data

@@ -22,8 +22,8 @@ from typing import Any, Protocol, cast
 
 import attrs
 
-from ragen_core.chat import ChatCodec, TextTokenizer, parse_response, system_message, user_message
 from ragen_core.data import RolloutBatch, Trajectory, Turn
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer, parse_response, system_message, user_message
 
 __all__ = ["EnvCall", "Episode", "GenerationRequest", "GenerationResult", "Policy", "ScriptedPolicy",
            "is_truncated", "make_episodes", "run_async", "run_lockstep"]
@@ -289,7 +289,7 @@ async def run_async(episode: Episode, agenerate: Callable[[GenerationRequest], A
 class ScriptedPolicy:
     """A policy without a model: it answers ``<think>…</think><answer>ACTION</answer>`` (``ACTION</answer>`` with
     ``think=False``, whose prompt already ends with ``<answer>``) in characters of a
-    :class:`~ragen_core.chat.TextTokenizer`, the action chosen by ``choose(episode_id)`` (e.g. the env's oracle
+    :class:`~ragen_core.starpo.chat.TextTokenizer`, the action chosen by ``choose(episode_id)`` (e.g. the env's oracle
     or a random valid action). Log-probs are 0."""
 
     def __init__(self, choose: Callable[[int], str], think: bool = True) -> None:
