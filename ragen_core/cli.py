@@ -106,23 +106,7 @@ def build_cli(pm: Any = None) -> click.Group:
     def envs_cmd(as_json: bool, long: bool) -> None:
         """List environments and env variants."""
         _pm, registries = _env_registries()
-        items = [spec.describe() for spec in registries.envs]
-        if as_json:
-            click.echo(json.dumps(items, indent=2))
-            return
-        from ragen_core.registry import GUIDE_KEYS
-
-        for it in items if long else ():
-            click.echo(f"{it['name']} ({it['kind']}, plugin {it['plugin']}): {it['description']}")
-            for key in [k for k in GUIDE_KEYS if k in it.get("guide", {})]:
-                click.echo(click.wrap_text(it["guide"][key], initial_indent=f"  {key}: ", subsequent_indent="    ",
-                                           width=100))
-        if long:
-            return
-        rows = [(it["name"], it["kind"],
-                 (it.get("env", "") + (f" {json.dumps(it['params'])}" if it.get("params") else "")) or "-",
-                 it["plugin"], it["description"]) for it in items]
-        _print_table("ragen envs", ("name", "kind", "base", "plugin", "description"), rows)
+        _print_envs([spec.describe() for spec in registries.envs], as_json=as_json, long=long)
 
     @cli.group("config", cls=_Group)
     def config_grp() -> None:
@@ -260,6 +244,25 @@ def _latest_checkpoint(run_dir: Path) -> Path:
     if not steps:
         raise RagenError(f"cannot resume: {str(run_dir)!r} has no checkpoint under checkpoints/")
     return steps[-1]
+
+
+def _print_envs(items: list[dict[str, Any]], *, as_json: bool, long: bool) -> None:
+    """``ragen envs``: a table, JSON, or (``--long``) each env's name and catalogue guide."""
+    from ragen_core.registry import GUIDE_KEYS
+
+    if as_json:
+        click.echo(json.dumps(items, indent=2))
+        return
+    for it in items if long else ():
+        click.echo(f"{it['name']} ({it['kind']}, plugin {it['plugin']}): {it['description']}")
+        for key in [k for k in GUIDE_KEYS if k in it.get("guide", {})]:
+            click.echo(click.wrap_text(it["guide"][key], initial_indent=f"  {key}: ", subsequent_indent="    ",
+                                       width=100))
+    if long:
+        return
+    rows = [(it["name"], it["kind"], (it.get("env", "") + (f" {json.dumps(it['params'])}" if it.get("params") else ""))
+             or "-", it["plugin"], it["description"]) for it in items]
+    _print_table("ragen envs", ("name", "kind", "base", "plugin", "description"), rows)
 
 
 def _print_table(title: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
