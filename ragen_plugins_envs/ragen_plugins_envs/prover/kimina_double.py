@@ -118,99 +118,24 @@ class DoubleChecker:
     def check(self, code: str, *, timeout: float = 30, infotree: str | None = None) -> dict[str, Any]:
         """``{"response": R}`` or ``{"error": E}`` for one snippet (R as the Lean REPL writes it)."""
         lines = code.splitlines()
-        found = None
-        for known in self.known:
-            target = _norm(known.statement)
-            for i, line in enumerate(lines):
-                if _norm(line) == target or (line.strip() and _norm("\n".join(lines[i:i + 8])).startswith(target)):
-                    span = len(known.statement.splitlines())
-                    found = (known, i, span)
-                    break
-            if found:
-                break
+        found = self._locate(lines)
         env = self._next_env()
         if found is None:
             return {"response": {"env": env, "messages": [{
                 "severity": "error", "pos": _pos(1, 0), "endPos": _pos(1, 0),
                 "data": "kimina_double: unknown declaration: this test double only checks the theorems of its set"}]}}
         known, start, span = found
-        statement_line = start + 1
-        by_column = max(0, lines[start + span - 1].rfind("by")) if span else 0
-        tactics: list[tuple[int, int, str]] = []  # (line, column, normalised tactic)
-        base: int | None = None
-        messages: list[dict[str, Any]] = []
-        for offset, line in enumerate(lines[start + span:]):
-            number = start + span + offset + 1
-            if not line.strip():
-                continue
-            indent = len(line) - len(line.lstrip(" "))
-            if base is None:
-                base = indent
-            if indent == 0 or indent < base:
-                messages.append({"severity": "error", "pos": _pos(number, indent), "endPos": _pos(number, len(line)),
-                                 "data": "kimina_double: unexpected command after the proof (only proofs are "
-                                         "checked)"})
-                break
-            if indent == base:
-                tactics.append((number, indent, line.strip()))
-            elif tactics:
-                ln, col, text = tactics[-1]
-                tactics[-1] = (ln, col, text + " " + line.strip())
-        probe = None
-        if tactics and _norm(tactics[-1][2]) in _PROBES:
-            probe = tactics.pop()
-        node = known.root
-        path: list[tuple[str, list[str], list[str]]] = []
+        tactics, messages = _split_tactics(lines, start + span)
+        probe = tactics.pop() if tactics and _norm(tactics[-1][2]) in _PROBES else None
+        node, path = known.root, []
         if not messages:
-            for number, column, text in tactics:
-                key = _norm(text)
-                if key in known.timeouts:
-                    return {"error": f"Lean REPL command timed out in {timeout:g} seconds"}
-                end = _pos(number, column + len(text))
-                if not node.goals:
-                    messages.append({"severity": "error", "pos": _pos(number, column), "endPos": end,
-                                     "data": "no goals to be proved"})
-                    break
-                child = node.children.get(key)
-                if child is None:
-                    messages.append({
-                        "severity": "error", "pos": _pos(number, column), "endPos": end,
-                        "data": f"kimina_double: `{key}` is not a recorded step of any known proof from this state "
-                                "(this test double accepts only its recorded proofs; a real Lean server decides by "
-                                "elaborating the tactic)"})
-                    break
-                path.append((key, node.goals, child.goals))
-                node = child
+            walked = _walk(known, tactics, messages)
+            if walked is None:
+                return {"error": f"Lean REPL command timed out in {timeout:g} seconds"}
+            node, path = walked
         sorries: list[dict[str, Any]] = []
         if not messages:
-            goals = node.goals
-            name_column = max(0, lines[start].find(known.name))
-            if probe is not None and probe[2] == "all_goals sorry":
-                if goals:
-                    number, column, _text = probe
-                    sorry_col = column + len("all_goals ")
-                    sorries = [{"pos": _pos(number, sorry_col), "endPos": _pos(number, sorry_col + 5), "goal": g,
-                                "proofState": k} for k, g in enumerate(goals)]
-            elif probe is not None:
-                number, column, _text = probe
-                if not goals:
-                    messages.append({"severity": "error", "pos": _pos(number, column),
-                                     "endPos": _pos(number, column + 5), "data": "no goals to be proved"})
-                else:
-                    sorries = [{"pos": _pos(number, column), "endPos": _pos(number, column + 5), "goal": goals[0],
-                                "proofState": 0}]
-                    if len(goals) > 1:
-                        messages.append({"severity": "error", "pos": _pos(statement_line, by_column),
-                                         "endPos": _pos(number, column + 5),
-                                         "data": "unsolved goals\n" + "\n\n".join(goals[1:])})
-            elif goals:
-                messages.append({"severity": "error", "pos": _pos(statement_line, by_column),
-                                 "endPos": _pos(statement_line, by_column + 2),
-                                 "data": "unsolved goals\n" + "\n\n".join(goals)})
-            if sorries:
-                messages.insert(0, {"severity": "warning", "pos": _pos(statement_line, name_column),
-                                    "endPos": _pos(statement_line, name_column + len(known.name)),
-                                    "data": "declaration uses 'sorry'"})
+            sorries = _close(known, lines, start, span, node.goals, probe, messages)
         response: dict[str, Any] = {"env": env}
         if messages:
             response["messages"] = messages
@@ -221,6 +146,103 @@ class DoubleChecker:
                 {"node": {"kind": "TacticInfo", "stx": {"pp": key}, "goalsBefore": before, "goalsAfter": after},
                  "children": []} for key, before, after in path]
         return {"response": response}
+
+    def _locate(self, lines: list[str]) -> tuple[Any, int, int] | None:
+        """The known theorem whose statement the snippet holds: ``(theorem, first line index, statement lines)``."""
+        for known in self.known:
+            target = _norm(known.statement)
+            for i, line in enumerate(lines):
+                if _norm(line) == target or (line.strip() and _norm("\n".join(lines[i:i + 8])).startswith(target)):
+                    return known, i, len(known.statement.splitlines())
+        return None
+
+
+def _split_tactics(lines: list[str], first: int) -> tuple[list[tuple[int, int, str]], list[dict[str, Any]]]:
+    """The proof's tactics from line index ``first`` on, as ``(line, column, text)`` (continuation lines, indented
+    deeper, joined to their tactic), and an error when a command follows the proof."""
+    tactics: list[tuple[int, int, str]] = []
+    messages: list[dict[str, Any]] = []
+    base: int | None = None
+    for offset, line in enumerate(lines[first:]):
+        number = first + offset + 1
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if base is None:
+            base = indent
+        if indent == 0 or indent < base:
+            messages.append({"severity": "error", "pos": _pos(number, indent), "endPos": _pos(number, len(line)),
+                             "data": "kimina_double: unexpected command after the proof (only proofs are checked)"})
+            break
+        if indent == base:
+            tactics.append((number, indent, line.strip()))
+        elif tactics:
+            ln, col, text = tactics[-1]
+            tactics[-1] = (ln, col, text + " " + line.strip())
+    return tactics, messages
+
+
+def _walk(known: Any, tactics: list[tuple[int, int, str]], messages: list[dict[str, Any]]) -> tuple[Any, list[Any]] | None:
+    """Follow the recorded proof tree along ``tactics``; an unknown step or one past the last goal appends its
+    error to ``messages`` and stops. Returns the node reached and the path, or None for a recorded timeout."""
+    node, path = known.root, []
+    for number, column, text in tactics:
+        key = _norm(text)
+        if key in known.timeouts:
+            return None
+        end = _pos(number, column + len(text))
+        if not node.goals:
+            messages.append({"severity": "error", "pos": _pos(number, column), "endPos": end,
+                             "data": "no goals to be proved"})
+            break
+        child = node.children.get(key)
+        if child is None:
+            messages.append({
+                "severity": "error", "pos": _pos(number, column), "endPos": end,
+                "data": f"kimina_double: `{key}` is not a recorded step of any known proof from this state "
+                        "(this test double accepts only its recorded proofs; a real Lean server decides by "
+                        "elaborating the tactic)"})
+            break
+        path.append((key, node.goals, child.goals))
+        node = child
+    return node, path
+
+
+def _close(known: Any, lines: list[str], start: int, span: int, goals: list[str], probe: Any,
+           messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The end of the proof: the ``sorry`` probe's goals, or the unsolved goals as an error (into ``messages``);
+    returns the sorries."""
+    statement_line = start + 1
+    by_column = max(0, lines[start + span - 1].rfind("by")) if span else 0
+    name_column = max(0, lines[start].find(known.name))
+    sorries: list[dict[str, Any]] = []
+    if probe is not None and probe[2] == "all_goals sorry":
+        if goals:
+            number, column, _text = probe
+            sorry_col = column + len("all_goals ")
+            sorries = [{"pos": _pos(number, sorry_col), "endPos": _pos(number, sorry_col + 5), "goal": g,
+                        "proofState": k} for k, g in enumerate(goals)]
+    elif probe is not None:
+        number, column, _text = probe
+        if not goals:
+            messages.append({"severity": "error", "pos": _pos(number, column),
+                             "endPos": _pos(number, column + 5), "data": "no goals to be proved"})
+        else:
+            sorries = [{"pos": _pos(number, column), "endPos": _pos(number, column + 5), "goal": goals[0],
+                        "proofState": 0}]
+            if len(goals) > 1:
+                messages.append({"severity": "error", "pos": _pos(statement_line, by_column),
+                                 "endPos": _pos(number, column + 5),
+                                 "data": "unsolved goals\n" + "\n\n".join(goals[1:])})
+    elif goals:
+        messages.append({"severity": "error", "pos": _pos(statement_line, by_column),
+                         "endPos": _pos(statement_line, by_column + 2),
+                         "data": "unsolved goals\n" + "\n\n".join(goals)})
+    if sorries:
+        messages.insert(0, {"severity": "warning", "pos": _pos(statement_line, name_column),
+                            "endPos": _pos(statement_line, name_column + len(known.name)),
+                            "data": "declaration uses 'sorry'"})
+    return sorries
 
 
 class KiminaDouble:
