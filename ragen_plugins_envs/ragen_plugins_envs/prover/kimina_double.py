@@ -127,7 +127,7 @@ class DoubleChecker:
         known, start, span = found
         tactics, messages = _split_tactics(lines, start + span)
         probe = tactics.pop() if tactics and _norm(tactics[-1][2]) in _PROBES else None
-        node, path = known.root, []
+        node, path = known.root, list[tuple[str, list[str], list[str]]]()
         if not messages:
             walked = _walk(known, tactics, messages)
             if walked is None:
@@ -185,7 +185,7 @@ def _split_tactics(lines: list[str], first: int) -> tuple[list[tuple[int, int, s
 def _walk(known: Any, tactics: list[tuple[int, int, str]], messages: list[dict[str, Any]]) -> tuple[Any, list[Any]] | None:
     """Follow the recorded proof tree along ``tactics``; an unknown step or one past the last goal appends its
     error to ``messages`` and stops. Returns the node reached and the path, or None for a recorded timeout."""
-    node, path = known.root, []
+    node, path = known.root, list[tuple[str, list[str], list[str]]]()
     for number, column, text in tactics:
         key = _norm(text)
         if key in known.timeouts:
