@@ -48,11 +48,6 @@ __all__ = [
 
 # --------------------------------------------------------------------------------------------- core sections
 
-def _nonneg(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value < 0:
-        raise ValueError(f"'{attribute.name}' must be >= 0: {value}")
-
-
 def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value < 1:
         raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
@@ -179,10 +174,10 @@ class RolloutConfig:
     max_context_tokens: int | None = attrs.field(default=None, validator=attrs.validators.optional(_positive))
     max_new_tokens: int = attrs.field(default=128, validator=_at_most(1_048_576))
     think: bool = True
-    temperature: float = attrs.field(default=1.0, validator=_nonneg)
+    temperature: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
     top_p: float = attrs.field(default=1.0, validator=_unit)
-    top_k: int = attrs.field(default=0, validator=_nonneg)
-    val_temperature: float = attrs.field(default=1.0, validator=_nonneg)
+    top_k: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    val_temperature: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
     format_penalty: float = -0.1
     use_turn_scores: bool = False
     reward_norm: Literal["identity", "mean", "mean_std", "asym_clip"] = "identity"

@@ -19,16 +19,6 @@ import attrs
 __all__ = ["PPOOptions", "leading"]
 
 
-def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value <= 0:
-        raise ValueError(f"'{attribute.name}' must be > 0: {value}")
-
-
-def _non_negative(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value < 0:
-        raise ValueError(f"'{attribute.name}' must be >= 0: {value}")
-
-
 def leading(*names: str) -> Callable[[type, list[attrs.Attribute[Any]]], list[attrs.Attribute[Any]]]:
     """An attrs ``field_transformer`` that puts the fields ``names`` first, in this order."""
     def transform(_cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
@@ -60,17 +50,17 @@ class PPOOptions:
     :ivar value_clip: clip of the value change in the critic loss (None: off).
     """
 
-    actor_lr: float = attrs.field(default=1e-6, validator=_positive)
-    critic_lr: float = attrs.field(default=1e-5, validator=_positive)
-    ppo_epochs: int = attrs.field(default=1, validator=_positive)
-    mini_batch_size: int = attrs.field(default=32, validator=_positive)
-    clip_low: float = attrs.field(default=0.2, validator=_non_negative)
-    clip_high: float = attrs.field(default=0.28, validator=_non_negative)
+    actor_lr: float = attrs.field(default=1e-6, validator=attrs.validators.gt(0))
+    critic_lr: float = attrs.field(default=1e-5, validator=attrs.validators.gt(0))
+    ppo_epochs: int = attrs.field(default=1, validator=attrs.validators.gt(0))
+    mini_batch_size: int = attrs.field(default=32, validator=attrs.validators.gt(0))
+    clip_low: float = attrs.field(default=0.2, validator=attrs.validators.ge(0))
+    clip_high: float = attrs.field(default=0.28, validator=attrs.validators.ge(0))
     dual_clip: float | None = 3.0
-    entropy_coeff: float = attrs.field(default=0.001, validator=_non_negative)
+    entropy_coeff: float = attrs.field(default=0.001, validator=attrs.validators.ge(0))
     use_kl_loss: bool = False
-    kl_coeff: float = attrs.field(default=0.001, validator=_non_negative)
+    kl_coeff: float = attrs.field(default=0.001, validator=attrs.validators.ge(0))
     kl_estimator: Literal["k1", "k2", "k3", "low_var_kl"] = "low_var_kl"
     loss_agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
-    grad_clip: float = attrs.field(default=1.0, validator=_positive)
+    grad_clip: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
     value_clip: float | None = 0.5

@@ -9,16 +9,11 @@ import attrs
 from ragen_core.env import TextEnv
 
 
-def _at_least_2(_inst: Any, attribute: Any, value: int) -> None:
-    if value < 2:
-        raise ValueError(f"'{attribute.name}' must be >= 2: {value}")
-
-
 @attrs.define
 class GuessConfig:
     """``high``: numbers are 1..high; ``max_guesses``: guesses per episode."""
 
-    high: int = attrs.field(default=16, validator=_at_least_2)
+    high: int = attrs.field(default=16, validator=attrs.validators.ge(2))
     max_guesses: int = attrs.field(default=5, validator=attrs.validators.ge(1))
 
 

@@ -68,11 +68,6 @@ class ChatMLTextTokenizer:
         return "".join(("" if skip_special_tokens else _MARKERS[i - _BASE]) if i >= _BASE else chr(i) for i in ids)
 
 
-def _positive(_i: Any, a: Any, v: Any) -> None:
-    if v <= 0:
-        raise ValueError(f"'{a.name}' must be > 0: {v}")
-
-
 @attrs.define
 class OpenAIConfig:
     """Options of the ``openai`` backend (``ragen eval -m http://host:8000/v1 -o api=chat``).
@@ -91,9 +86,9 @@ class OpenAIConfig:
     api: Literal["auto", "completions", "chat"] = "auto"
     served_model: str | None = None
     api_key: str | None = None
-    timeout: float = attrs.field(default=120.0, validator=_positive)
+    timeout: float = attrs.field(default=120.0, validator=attrs.validators.gt(0))
     retries: int = attrs.field(default=2, validator=attrs.validators.ge(0))
-    concurrency: int = attrs.field(default=8, validator=_positive)
+    concurrency: int = attrs.field(default=8, validator=attrs.validators.gt(0))
 
 
 class OpenAIPolicy:

@@ -66,11 +66,6 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _positive(_i: Any, a: Any, v: Any) -> None:
-    if v <= 0:
-        raise ValueError(f"'{a.name}' must be > 0: {v}")
-
-
 @attrs.define
 class HFBackendConfig:
     """Options of the ``hf`` policy backend (``ragen eval -o device=cuda``).
@@ -84,7 +79,7 @@ class HFBackendConfig:
     model: str = "tiny"
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    generation_batch: int = attrs.field(default=64, validator=_positive)
+    generation_batch: int = attrs.field(default=64, validator=attrs.validators.gt(0))
 
 
 def resolve_checkpoint(model: str) -> str:

@@ -31,16 +31,6 @@ from ragen_core.starpo.rollout import make_episodes, random_baseline, run_lockst
 __all__ = ["TorchTrainer", "TorchTrainerConfig", "best_checkpoint", "latest_checkpoint"]
 
 
-def _pos(_i: Any, a: Any, v: Any) -> None:
-    if v <= 0:
-        raise ValueError(f"'{a.name}' must be > 0: {v}")
-
-
-def _nonneg(_i: Any, a: Any, v: Any) -> None:
-    if v < 0:
-        raise ValueError(f"'{a.name}' must be >= 0: {v}")
-
-
 @attrs.define(field_transformer=leading("model", "steps"))
 class TorchTrainerConfig(PPOOptions):
     """Options of the native trainer (RAGEN's defaults where they exist; tiny CPU models need larger lrs).
@@ -101,27 +91,27 @@ class TorchTrainerConfig(PPOOptions):
     """
 
     model: str = "tiny"
-    steps: int = attrs.field(default=30, validator=_pos)
-    micro_batch_size: int = attrs.field(default=8, validator=_pos)
-    val_every: int = attrs.field(default=10, validator=_nonneg)
-    save_every: int = attrs.field(default=10, validator=_nonneg)
-    keep_last: int = attrs.field(default=2, validator=_pos)
+    steps: int = attrs.field(default=30, validator=attrs.validators.gt(0))
+    micro_batch_size: int = attrs.field(default=8, validator=attrs.validators.gt(0))
+    val_every: int = attrs.field(default=10, validator=attrs.validators.ge(0))
+    save_every: int = attrs.field(default=10, validator=attrs.validators.ge(0))
+    keep_last: int = attrs.field(default=2, validator=attrs.validators.gt(0))
     keep_best: bool = True
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     gradient_checkpointing: bool = False
-    lora_rank: int = attrs.field(default=0, validator=_nonneg)
-    warm_start_steps: int = attrs.field(default=0, validator=_nonneg)
-    warm_start_lr: float = attrs.field(default=1e-3, validator=_pos)
-    warm_start_batch: int = attrs.field(default=16, validator=_pos)
-    warm_start_groups: int = attrs.field(default=64, validator=_pos)
-    dynamics_steps: int = attrs.field(default=0, validator=_nonneg)
-    dynamics_groups: int = attrs.field(default=1024, validator=_pos)
-    max_empty_steps: int = attrs.field(default=5, validator=_pos)
+    lora_rank: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    warm_start_steps: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    warm_start_lr: float = attrs.field(default=1e-3, validator=attrs.validators.gt(0))
+    warm_start_batch: int = attrs.field(default=16, validator=attrs.validators.gt(0))
+    warm_start_groups: int = attrs.field(default=64, validator=attrs.validators.gt(0))
+    dynamics_steps: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    dynamics_groups: int = attrs.field(default=1024, validator=attrs.validators.gt(0))
+    max_empty_steps: int = attrs.field(default=5, validator=attrs.validators.gt(0))
     batch_adjust: Literal["none", "duplicate", "trim"] = "none"
     early_stop: bool = True
-    generation_batch: int = attrs.field(default=128, validator=_pos)
-    diagnostics_every: int = attrs.field(default=5, validator=_pos)
+    generation_batch: int = attrs.field(default=128, validator=attrs.validators.gt(0))
+    diagnostics_every: int = attrs.field(default=5, validator=attrs.validators.gt(0))
     record_rollouts: bool = False
     share_prompts: bool = True
     turn_weight: Literal["episode", "row"] = "episode"

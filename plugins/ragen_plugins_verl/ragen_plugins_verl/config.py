@@ -39,16 +39,6 @@ TRAINER_MODE = "ragen"
 AGENT_LOOP = "ragen"
 
 
-def _pos(_i: Any, a: Any, v: Any) -> None:
-    if v <= 0:
-        raise ValueError(f"'{a.name}' must be > 0: {v}")
-
-
-def _nonneg(_i: Any, a: Any, v: Any) -> None:
-    if v < 0:
-        raise ValueError(f"'{a.name}' must be >= 0: {v}")
-
-
 def _unit(_i: Any, a: Any, v: Any) -> None:
     if not 0.0 < v <= 1.0:
         raise ValueError(f"'{a.name}' must be in (0, 1]: {v}")
@@ -100,24 +90,24 @@ class VerlTrainerConfig(PPOOptions):
     """
 
     model: str = "Qwen/Qwen2.5-0.5B-Instruct"
-    steps: int = attrs.field(default=200, validator=_pos)
-    micro_batch_size: int = attrs.field(default=4, validator=_pos)
-    val_every: int = attrs.field(default=10, validator=_nonneg)
-    save_every: int = attrs.field(default=10, validator=_nonneg)
-    keep_last: int = attrs.field(default=2, validator=_pos)
-    diagnostics_every: int = attrs.field(default=5, validator=_pos)
+    steps: int = attrs.field(default=200, validator=attrs.validators.gt(0))
+    micro_batch_size: int = attrs.field(default=4, validator=attrs.validators.gt(0))
+    val_every: int = attrs.field(default=10, validator=attrs.validators.ge(0))
+    save_every: int = attrs.field(default=10, validator=attrs.validators.ge(0))
+    keep_last: int = attrs.field(default=2, validator=attrs.validators.gt(0))
+    diagnostics_every: int = attrs.field(default=5, validator=attrs.validators.gt(0))
     gradient_checkpointing: bool = True
     # --- resources and engines (veRL only)
-    n_gpus_per_node: int = attrs.field(default=1, validator=_pos)
-    nnodes: int = attrs.field(default=1, validator=_pos)
+    n_gpus_per_node: int = attrs.field(default=1, validator=attrs.validators.gt(0))
+    nnodes: int = attrs.field(default=1, validator=attrs.validators.gt(0))
     rollout_backend: Literal["vllm", "sglang"] = "vllm"
     gpu_memory_utilization: float = attrs.field(default=0.5, validator=_unit)
-    tensor_parallel_size: int = attrs.field(default=1, validator=_pos)
+    tensor_parallel_size: int = attrs.field(default=1, validator=attrs.validators.gt(0))
     param_offload: bool = False
     optimizer_offload: bool = False
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
-    max_prompt_length: int = attrs.field(default=1024, validator=_pos)
-    max_response_length: int = attrs.field(default=4096, validator=_pos)
+    max_prompt_length: int = attrs.field(default=1024, validator=attrs.validators.gt(0))
+    max_response_length: int = attrs.field(default=4096, validator=attrs.validators.gt(0))
     export_hf: bool = True
     project_name: str = "ragen"
     logger: list[str] = attrs.field(factory=lambda: ["console"])
