@@ -132,9 +132,11 @@ def pretrain_dynamics(policy: Any, registries: Any, plan: list[Any], codec: Chat
     (``dynamics/loss_first``, ``dynamics/loss_last``, ``dynamics/samples``, ``dynamics/cached``)."""
     import torch
 
-    settings = {"steps": steps, "groups": groups, "lr": lr, "batch_size": batch_size, "seed": seed}
-    folder = dynamics_cache_folder(base_model, plan, rollout, settings)
     model = policy.model
+    # the parameter names too: a LoRA-wrapped model's state dict is not a plain one's, so neither loads the other's
+    names = hashlib.sha256("\n".join(sorted(model.state_dict())).encode()).hexdigest()[:12]
+    settings = {"steps": steps, "groups": groups, "lr": lr, "batch_size": batch_size, "seed": seed, "params": names}
+    folder = dynamics_cache_folder(base_model, plan, rollout, settings)
     if _is_built(folder):
         record = json.loads((folder / MARKER).read_text(encoding="utf-8"))
         model.load_state_dict(torch.load(folder / "weights.pt", map_location=policy.device, weights_only=True))
