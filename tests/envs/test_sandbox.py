@@ -343,6 +343,7 @@ def test_cpu_limit_kills_a_busy_process_even_without_the_wall_clock() -> None:
     start = time.monotonic()
     result = box.run("while True:\n    pass\n")
     assert result.status is ExecStatus.TIMEOUT
+    assert result.returncode is None  # killed on a limit (SIGXCPU), as for the wall clock: no exit status
     assert time.monotonic() - start < 10.0
 
 

@@ -262,8 +262,11 @@ class Runner:
         _reap_orphans()
         out = bytes(bufs[out_r][: self.cap]).decode("utf-8", "replace")
         err = bytes(bufs[err_r][-4096:]).decode("utf-8", "replace")
-        return {"status": self.classify(status, usage, reason, err), "stdout": out, "stderr": err,
-                "returncode": None if reason else _returncode(status)}
+        verdict = self.classify(status, usage, reason, err)
+        # a limit's signal (SIGXCPU, SIGXFSZ, the CPU limit's SIGKILL) is no exit status, like the wall clock's kill
+        on_limit = reason or (os.WIFSIGNALED(status) and verdict in ("timeout", "output_limit"))
+        return {"status": verdict, "stdout": out, "stderr": err,
+                "returncode": None if on_limit else _returncode(status)}
 
     def classify(self, status, usage, reason, err):
         if reason == "timeout":
