@@ -20,9 +20,11 @@ from ragen_core.starpo.rollout import GenerationRequest, GenerationResult  # noq
 from ragen_plugins_torch import models  # noqa: E402
 from ragen_plugins_torch.losses import token_logprobs_entropy  # noqa: E402
 from ragen_plugins_torch.policy import (  # noqa: E402
+    MIN_COMMON_PROMPT,
     HFPolicy,
     _length_reference,
     _num_threads,
+    common_prompt_prefix,
     pad_left,
     response_logprobs_entropy,
 )
@@ -217,8 +219,8 @@ def test_shared_prompt_prefill_samples_what_one_prefill_per_request_samples(tiny
         policy = HFPolicy(model, tokenizer, share_prompts=share)
         prefilled: list[int] = []
         original = policy._prefill
-        policy._prefill = (lambda ids, mask, prefilled=prefilled, original=original:
-                           prefilled.append(ids.shape[0]) or original(ids, mask))
+        policy._prefill = (lambda ids, mask, root=0, prefilled=prefilled, original=original:
+                           prefilled.append(ids.shape[0]) or original(ids, mask, root))
         torch.manual_seed(7)
         results.append(policy.generate(reqs))
         assert prefilled == ([len(texts)] if share else [])
@@ -227,6 +229,49 @@ def test_shared_prompt_prefill_samples_what_one_prefill_per_request_samples(tiny
         assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
         assert a.mean_entropy == pytest.approx(b.mean_entropy, abs=1e-5)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.0])
+def test_common_system_prompt_prefilled_once_samples_the_same(tiny, temperature):
+    """Distinct prompts behind one system prompt (a multi-turn batch: every turn of every episode): the common
+    prefix runs once, each prompt continues from its cache with the padding between the two, and sampling gives the
+    same tokens and finish reasons as plain left padding (same seed), log-probs and entropies to float round-off."""
+    model, tokenizer = tiny
+    codec = ChatCodec(tokenizer)
+    system = ("You are solving the FrozenLake puzzle. Walk to the goal without stepping into a hole. "
+              "Your available actions are: Left, Down, Right, Up")
+    texts = ["Turn 1:\nState:\n_P_\n_GO", "Turn 3:\nState:\n___\n_GO\n__P\nYou have 3 actions left.", "x",
+             "Turn 2:\nState:\nP__"]
+    reqs = [GenerationRequest(prompt_ids=tuple(codec.prompt([{"role": "system", "content": system},
+                                                             {"role": "user", "content": t}])),
+                              max_new_tokens=10, temperature=temperature) for t in texts for _ in range(1 + (t == "x"))]
+    root = common_prompt_prefix(list(dict.fromkeys(r.prompt_ids for r in reqs)))
+    assert root >= MIN_COMMON_PROMPT
+    results, roots = [], []
+    for share in (False, True):
+        policy = HFPolicy(model, tokenizer, share_prompts=share)
+        original = policy._prefill
+        policy._prefill = lambda ids, mask, root=0, original=original: roots.append(root) or original(ids, mask, root)
+        torch.manual_seed(11)
+        results.append(policy.generate(reqs))
+    assert roots == [root]  # sharing off: no prefill at all; on: one, with the common prefix
+    plain, shared = results
+    for a, b in zip(plain, shared, strict=True):
+        assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+        assert a.mean_entropy == pytest.approx(b.mean_entropy, abs=1e-5)
+
+
+@given(st.lists(st.lists(st.integers(0, 3), max_size=30), min_size=0, max_size=5), st.integers(0, 25))
+def test_common_prompt_prefix_matches_a_reference(tails, shared):
+    prompts = [tuple([9] * shared + t) for t in tails]
+    want = 0
+    if len(prompts) >= 2:
+        limit = min(map(len, prompts)) - 2
+        while want < limit and len({p[want] for p in prompts}) == 1:
+            want += 1
+        want = want if want >= MIN_COMMON_PROMPT else 0
+    assert common_prompt_prefix(prompts) == want
 
 
 def test_generate_counts_tokens_and_restores_training_mode(tiny):

@@ -14,7 +14,25 @@ from ragen_core.starpo.rollout import GenerationRequest, GenerationResult
 
 from .losses import token_logprobs_entropy
 
-__all__ = ["HFPolicy", "pad_left", "pad_right", "response_logprobs_entropy", "token_logprobs"]
+__all__ = ["MIN_COMMON_PROMPT", "HFPolicy", "common_prompt_prefix", "pad_left", "pad_right", "response_logprobs_entropy", "token_logprobs"]
+
+
+#: the shortest common prompt prefix that :class:`HFPolicy` prefills once for a whole batch
+MIN_COMMON_PROMPT = 16
+
+
+def common_prompt_prefix(prompts: list[tuple[int, ...]]) -> int:
+    """How many leading tokens all ``prompts`` share, left to run once (0 under :data:`MIN_COMMON_PROMPT` or for
+    fewer than two prompts); at most the shortest prompt's length less 2, so every row keeps a token of its own in
+    the prefill and its last token for ``generate``."""
+    if len(prompts) < 2:
+        return 0
+    limit = min(len(p) for p in prompts) - 2
+    first = prompts[0]
+    n = 0
+    while n < limit and all(p[n] == first[n] for p in prompts):
+        n += 1
+    return n if n >= MIN_COMMON_PROMPT else 0
 
 
 def pad_left(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,7 +82,9 @@ class HFPolicy:
     :param share_prompts: when several requests of a ``generate`` call have the same prompt (a GRPO group), run
         each distinct prompt through the model once and sample every request from a copy of its key/value cache
         (the prefill is most of the work for long prompts and short answers; measured with SmolLM2-135M, 16
-        Bandit requests in groups of 4: see bench/README.md). ``False``: one prefill per request.
+        Bandit requests in groups of 4: see bench/README.md). The prefix that all distinct prompts of the call
+        share (:func:`common_prompt_prefix`: the system prompt of every turn of a multi-turn batch) also runs once,
+        and each prompt continues from its cache. ``False``: one prefill per request.
     """
 
     #: torch intra-op threads for the log-prob/entropy pass over the logits ``generate`` returns, on a CPU (None:
@@ -103,11 +123,18 @@ class HFPolicy:
         req = reqs[0]
         prompts = [tuple(r.prompt_ids) for r in reqs]
         distinct = list(dict.fromkeys(prompts))
-        ids, mask = pad_left([list(p) for p in distinct], self.pad_id)
+        root = common_prompt_prefix(distinct) if self.share_prompts else 0
+        # the distinct prompts' common prefix (in a multi-turn batch the system prompt) stays in front, the rest is
+        # left-padded after it: the padding sits between the two, where the attention mask and the positions
+        # (cumsum of the mask) skip it exactly as they skip left padding
+        ids, mask = pad_left([list(p[root:]) for p in distinct], self.pad_id)
+        if root:
+            ids = torch.cat([torch.tensor(distinct[0][:root], dtype=ids.dtype).expand(len(distinct), -1), ids], 1)
+            mask = torch.cat([torch.ones((len(distinct), root), dtype=mask.dtype), mask], 1)
         ids, mask = ids.to(self.device), mask.to(self.device)
         cache = None
-        if self.share_prompts and len(distinct) < len(reqs) and ids.shape[1] > 1:
-            cache = self._prefill(ids, mask)
+        if self.share_prompts and (len(distinct) < len(reqs) or root) and ids.shape[1] > 1:
+            cache = self._prefill(ids, mask, root)
         where = {p: i for i, p in enumerate(distinct)}
         rows_of = torch.tensor([where[p] for p in prompts], device=self.device)
         ids, mask = ids[rows_of], mask[rows_of]
@@ -143,12 +170,21 @@ class HFPolicy:
             self.model.train()
         return results
 
-    def _prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> Any:
-        """The key/value cache of every left-padded prompt but its last token (``generate`` runs that one), at the
-        positions ``generate`` gives them; ``None`` when the model returns no expandable cache."""
+    def _prefill(self, ids: torch.Tensor, mask: torch.Tensor, root: int = 0) -> Any:
+        """The key/value cache of every padded prompt but its last token (``generate`` runs that one), at the
+        positions ``generate`` gives them; ``None`` when the model returns no expandable cache. The first ``root``
+        tokens, the same in every row, run once and the rows continue from that one cache."""
+        from .forward import cache_layers, fork_cache
+
         positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
-        out = self.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
-                         use_cache=True)
+        kv = cache_layers(self.model(input_ids=ids[:1, :root], use_cache=True).past_key_values) if root else None
+        if kv is not None:
+            out = self.model(input_ids=ids[:, root:-1], attention_mask=mask[:, :-1],
+                             position_ids=positions[:, root:-1], past_key_values=fork_cache(kv, len(ids), self.model),
+                             use_cache=True)
+        else:
+            out = self.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+                             use_cache=True)
         cache = getattr(out, "past_key_values", None)
         return cache if hasattr(cache, "batch_select_indices") else None
 

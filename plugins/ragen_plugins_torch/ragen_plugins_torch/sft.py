@@ -25,7 +25,7 @@ from ragen_core.starpo.batching import build_samples
 from ragen_core.starpo.chat import ChatCodec
 from ragen_core.starpo.rollout import GenerationRequest, GenerationResult, make_episodes, run_lockstep
 
-from .forward import masked_logprobs
+from .forward import grouped_logprobs, masked_logprobs
 from .policy import pad_right
 
 __all__ = ["DemoPolicy", "check_demonstration_budget", "demonstration_samples", "demonstration_text",
@@ -181,9 +181,12 @@ def scale_plan(plan: list[Any], groups: int) -> list[Any]:
 def warm_start(policy: Any, samples: list[Any], *, steps: int, lr: float, batch_size: int, seed: int,
                log: Any = None, event: str = "warm_start") -> list[float]:
     """Cross-entropy on the ``response_mask`` tokens of ``samples`` for ``steps`` optimiser steps (progress logged
-    as ``event`` every 10 steps); returns the losses."""
+    as ``event`` every 10 steps); returns the losses. Shared context runs once per batch when the policy shares
+    prompts (``trainer.share_prompts``, :func:`~ragen_plugins_torch.forward.grouped_logprobs`)."""
     model = policy.model
     model.train()
+    # the prompts' shared context (the system prompt; a demonstration group's prompt) once per batch, as in RL
+    forward = grouped_logprobs if getattr(policy, "share_prompts", True) else masked_logprobs
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     rng = random.Random(seed)
     losses = []
@@ -192,7 +195,7 @@ def warm_start(policy: Any, samples: list[Any], *, steps: int, lr: float, batch_
         ids = pad_right([s.input_ids for s in chunk], policy.pad_id, torch.long).to(policy.device)
         attn = pad_right([[1] * len(s.input_ids) for s in chunk], 0, torch.long).to(policy.device)
         mask = pad_right([s.response_mask for s in chunk], 0, torch.float32).to(policy.device)[:, 1:]
-        logp, _ = masked_logprobs(model, ids, attn, mask > 0)
+        logp, _ = forward(model, ids, attn, mask > 0)
         loss = -(logp * mask).sum() / mask.sum().clamp(min=1.0)
         opt.zero_grad()
         loss.backward()

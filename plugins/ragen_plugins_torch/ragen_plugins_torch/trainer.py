@@ -76,10 +76,11 @@ class TorchTrainerConfig(PPOOptions):
         1% (RAGEN's rules).
     :ivar generation_batch: most sequences sampled in one ``generate`` call.
     :ivar diagnostics_every: compute the configured diagnostics at step 1 and every this many steps.
-    :ivar share_prompts: in the update, run a prompt that several samples share (a group's first prompt) through
-        the model once for all of them (:func:`ragen_plugins_torch.forward.grouped_logprobs`; equal results, a
-        fraction of the work when prompts are long and answers short), and sample a group's answers from one
-        prefill of its prompt. ``false``: every sequence on its own.
+    :ivar share_prompts: run context that several samples share through the model once for all of them: in the
+        update, a micro-batch's common prefix (the system prompt every turn starts with) and, on top of it, a
+        prompt that several samples share (a group's first prompt) (:func:`ragen_plugins_torch.forward.grouped_logprobs`;
+        equal results, a fraction of the work when prompts are long and answers short); in sampling, one prefill
+        of a batch's common prefix and of each group's prompt. ``false``: every sequence on its own.
     :ivar record_rollouts: save every step's rollouts (token ids, log-probs, rewards; extra dynamic-sampling rounds
         too) to ``rollouts/step_NNNNNN.jsonl.gz`` in the run directory, for ``ragen train --replay RUN_DIR``.
     :ivar turn_weight: how the sequence loss modes (``seq-mean-token-mean``, ``seq-mean-token-sum``) weigh the rows
