@@ -154,6 +154,8 @@ def grouped_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.
             out = decoder(input_ids=ids[:1, start:length], past_key_values=cache, use_cache=True,
                           position_ids=torch.arange(start, length, device=ids.device)[None])
             cache = out.past_key_values
+            if not hasattr(cache, "batch_repeat_interleave"):  # a cache that cannot be expanded to the rows
+                return masked_logprobs(model, input_ids, attention_mask, positions, temperature)
             cache.batch_repeat_interleave(len(rows))
         hidden = decoder(input_ids=ids[:, length:], attention_mask=attn, past_key_values=cache, use_cache=False,
                          position_ids=torch.arange(length, width, device=ids.device).expand(len(rows), -1)
