@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -41,11 +40,8 @@ def _seconds_per_step(events: list[dict], name: str) -> float | None:
 
 
 def run_arm(config: str, share: bool, args: argparse.Namespace, out: Path) -> dict[str, float | None]:
-    run_dir = out / ("shared" if share else "plain")
-    cache = out / "cache"  # a model cache of the bench's own: the tiny model is rebuilt once, dynamics never reused
-    shutil.rmtree(run_dir, ignore_errors=True)
-    for old in cache.glob("dynamics-*"):
-        shutil.rmtree(old)
+    run_dir = out / ("shared" if share else "plain")  # out is this bench run's own new folder: nothing is deleted
+    cache = out / f"cache-{run_dir.name}"  # a model cache of each arm's own, so no arm reuses dynamics weights
     cmd = [sys.executable, "-m", "ragen_core.cli", "train", config, "--run-dir", str(run_dir),
            f"trainer.share_prompts={str(share).lower()}", f"trainer.steps={args.steps}",
            f"trainer.dynamics_steps={args.dynamics_steps}", f"trainer.warm_start_steps={args.warm_start_steps}",
@@ -83,11 +79,13 @@ def main() -> None:
     parser.add_argument("--warm-start-steps", type=int, default=40)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--out", type=Path, default=_REPO / "bench" / "results" / "shared_prefix",
-                        help="work folder: the two run dirs and a model cache of the bench's own")
+                        help="parent folder: each bench run makes a new run-<time> folder in it for its two run dirs "
+                             "and model caches")
     parser.add_argument("overrides", nargs="*", help="key=value config overrides for both arms")
     args = parser.parse_args()
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    # a new folder for every bench run (never reused, so no earlier run's data is overwritten or mixed in)
+    out = args.out / time.strftime("run-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=False)
     print(f"load average at start: {os.getloadavg()[0]:.2f}; config {args.config}; {args.dynamics_steps} dynamics, "
           f"{args.warm_start_steps} warm-start and {args.steps} RL steps per arm", flush=True)
     results = {}
@@ -103,7 +101,7 @@ def main() -> None:
         if a is None or b is None:
             continue
         print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f}x |")
-    summary = out.parent / "shared_prefix.json"
+    summary = args.out.parent / "shared_prefix.json"
     summary.write_text(json.dumps({"config": args.config, "load_average": os.getloadavg()[0],
                                    "share_prompts": {str(k).lower(): v for k, v in results.items()}}, indent=2))
     print(f"\nfigures: {summary}")
