@@ -40,12 +40,13 @@ def main(argv: list[str] | None = None) -> int:
         print_baselines(baselines(Path(args.baselines_only)))
         return 0
     rows = []
+    # every bench run writes to a new folder and deletes nothing (--out may be a folder of the user's own runs)
+    out = Path(args.out) / time.strftime("learning-%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=False)
+    load0 = os.getloadavg()
+    print(f"run folders in {out}; load average at the start {load0[0]:.2f} (1 min), {load0[1]:.2f} (5 min)")
     for seed in args.seeds:
-        run_dir = Path(args.out) / f"learning-seed{seed}"
-        if run_dir.exists():
-            import shutil
-
-            shutil.rmtree(run_dir)
+        run_dir = out / f"seed{seed}"
         t0 = time.perf_counter()
         cmd = [sys.executable, "-m", "ragen_core", "train", f"run.seed={seed}", *args.overrides,
                "--run-dir", str(run_dir)]
@@ -60,11 +61,13 @@ def main(argv: list[str] | None = None) -> int:
                      "steps": last["step"], "per_variant": {k: (first.get(k), last[k]) for k in variants},
                      "format_penalty_rate": (first.get("val/format_penalty_rate"), last.get("val/format_penalty_rate")),
                      "truncated_rate": (first.get("val/truncated_rate"), last.get("val/truncated_rate")),
-                     "train_success_last": lines[-1].get("train/success"), "baselines": baselines(run_dir)})
+                     "train_success_last": lines[-1].get("train/success"), "baselines": baselines(run_dir),
+                     "pretraining_cached": next((x["dynamics/cached"] for x in lines if "dynamics/cached" in x),
+                                                None)})
     load = os.getloadavg()
     print(f"{'seed':>4} {'val success @0':>15} {'@end':>8} {'random':>7} {'oracle':>7} {'gain vs @0':>11} "
           f"{'vs random':>10} {'format pen. @0':>15} {'@end':>6} {'truncated @0':>13} {'@end':>6} {'steps':>6} "
-          f"{'minutes':>8}")
+          f"{'minutes':>8} {'dynamics':>9}")
     for r in rows:
         f0, f1 = (f"{x:.3f}" if x is not None else "-" for x in r["format_penalty_rate"])
         t0, t1 = (f"{x:.3f}" if x is not None else "-" for x in r["truncated_rate"])
@@ -73,16 +76,19 @@ def main(argv: list[str] | None = None) -> int:
         oracle = f"{b['oracle']:.3f}" if "oracle" in b else "-"
         print(f"{r['seed']:>4} {r['start']:>15.3f} {r['end']:>8.3f} {b['random']:>7.3f} {oracle:>7} "
               f"{r['gain_points']:>11.1f} {r['gain_vs_random_points']:>10.1f} {f0:>15} {f1:>6} {t0:>13} {t1:>6} "
-              f"{r['steps']:>6} {r['minutes']:>8.1f}")
+              f"{r['steps']:>6} {r['minutes']:>8.1f} {_stage(r['pretraining_cached']):>9}")
     print_baselines(rows[-1]["baselines"])
     met = all(min(r["gain_points"], r["gain_vs_random_points"]) >= 20 and r["minutes"] <= args.minutes for r in rows)
     print(f"target (>= 20 points above step 0 and above random, <= {args.minutes:g} minutes, every seed): "
           f"{'met' if met else 'NOT met'}; load average at the end {load[0]:.2f} (1 min), {load[1]:.2f} (5 min)")
-    out = Path(args.out) / "learning.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2))
-    print(f"wrote {out}")
+    (out / "learning.json").write_text(json.dumps(rows, indent=2))
+    print(f"wrote {out / 'learning.json'}")
     return 1 if args.check and not met else 0
+
+
+def _stage(cached: float | None) -> str:
+    """The dynamics column: ``-`` (no such stage), ``trained`` (this run paid for it) or ``cached`` (loaded)."""
+    return "-" if cached is None else ("cached" if cached else "trained")
 
 
 class _Scripted:

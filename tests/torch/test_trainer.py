@@ -230,8 +230,14 @@ def test_dynamics_pretraining_runs_before_the_warm_start_and_is_reported(tmp_pat
     assert zero["dynamics/cached"] == 0.0 and zero["dynamics/samples"] >= 4 and zero["dynamics/loss_first"] > 0
     assert "warm_start/loss_last" in zero  # both stages ran, in one record
     assert len(list((tmp_path / "cache").glob("dynamics-*"))) == 1
-    again = train(tmp_path / "rerun", "trainer.steps=1", "trainer.dynamics_steps=3", "trainer.dynamics_groups=4")
+    # another run seed starts from the same pretrained model (trainer.dynamics_seed), another dynamics seed does not
+    again = train(tmp_path / "rerun", "trainer.steps=1", "trainer.dynamics_steps=3", "trainer.dynamics_groups=4",
+                  "run.seed=7")
     assert [line["dynamics/cached"] for line in again if "dynamics/cached" in line] == [1.0]
+    other = train(tmp_path / "other", "trainer.steps=1", "trainer.dynamics_steps=3", "trainer.dynamics_groups=4",
+                  "trainer.dynamics_seed=1")
+    assert [line["dynamics/cached"] for line in other if "dynamics/cached" in line] == [0.0]
+    assert len(list((tmp_path / "cache").glob("dynamics-*"))) == 2
 
 
 def test_kl_with_lora_and_a_warm_start_is_refused() -> None:

@@ -69,6 +69,10 @@ class TorchTrainerConfig(PPOOptions):
         and ``warm_start_batch``. 0: none.
     :ivar dynamics_groups: random-play trajectories generated for it (one per group; seeds apart from training's,
         validation's and the warm-start's).
+    :ivar dynamics_seed: the seed of that stage's random play and batch order. It is not ``run.seed``: like the
+        built model it starts from, the pretrained model is a property of the env and the prompt format, built once
+        and cached, and every seed of a config starts from the same one (so a seed study varies the warm-start and
+        RL, not the pretraining, and pays for the stage once).
     :ivar max_empty_steps: stop the run after this many consecutive steps with nothing left after filtering.
     :ivar batch_adjust: after filtering, ``duplicate`` random samples or ``trim`` the last ones to a multiple of
         ``mini_batch_size``; ``none`` keeps the batch (the last mini-batch is then smaller).
@@ -89,6 +93,12 @@ class TorchTrainerConfig(PPOOptions):
         one sequence; ``row`` counts every row once, so episodes with more turns weigh more. With episode-level
         advantages those are often the failed ones, and their negative advantages then outweigh the rest on the
         tokens every answer shares (the format).
+    :ivar old_logprobs: where the PPO ratio's old log-probs come from. ``recompute`` (veRL's default): a no-grad
+        forward pass of the policy over the whole batch before the update. ``rollout``: the log-probs the sampler
+        already computed for each sampled token (same weights, same temperature; they agree with the recomputed
+        ones to float tolerance, see tests/torch/test_old_logprobs.py), which saves that pass, about a quarter of
+        the update's work. Both are the behaviour policy's log-probs; ``rollout`` is also exact for replayed rounds
+        (``--replay`` records them). The KL reference's and the critic's passes are unchanged.
     """
 
     model: str = "tiny"
@@ -108,6 +118,7 @@ class TorchTrainerConfig(PPOOptions):
     warm_start_groups: int = attrs.field(default=64, validator=attrs.validators.gt(0))
     dynamics_steps: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     dynamics_groups: int = attrs.field(default=1024, validator=attrs.validators.gt(0))
+    dynamics_seed: int = 0
     max_empty_steps: int = attrs.field(default=5, validator=attrs.validators.gt(0))
     batch_adjust: Literal["none", "duplicate", "trim"] = "none"
     early_stop: bool = True
@@ -116,6 +127,7 @@ class TorchTrainerConfig(PPOOptions):
     record_rollouts: bool = False
     share_prompts: bool = True
     turn_weight: Literal["episode", "row"] = "episode"
+    old_logprobs: Literal["recompute", "rollout"] = "recompute"
 
     def __attrs_post_init__(self) -> None:
         if self.use_kl_loss and self.lora_rank and (self.warm_start_steps or self.dynamics_steps):
@@ -359,6 +371,8 @@ class TorchTrainer:
             "ids": pad_right([s.input_ids for s in samples], self.policy.pad_id, torch.long).to(dev),
             "attn": pad_right([[1] * len(s.input_ids) for s in samples], 0, torch.long).to(dev),
             "mask": pad_right([s.response_mask for s in samples], 0, torch.float32).to(dev),
+            # the sampler's log-probs, aligned like _forward's ([:, t] is about token t; 0 at prompt tokens)
+            "rollout_logp": pad_right([s.logprobs for s in samples], 0.0, torch.float32).to(dev),
         }
 
     def _forward(self, model: Any, t: dict[str, Any], temperature: float) -> tuple[Any, Any]:
@@ -414,12 +428,19 @@ class TorchTrainer:
         micro = tc.micro_batch_size
         chunks = [samples[i:i + micro] for i in range(0, len(samples), micro)]
         old_logp, old_values, ref_logp, tensors = [], [], [], []
+        gap = 0.0
         with torch.no_grad():
             self.policy.model.eval()
             for ch in chunks:
                 t = self._tensors(ch)
                 tensors.append(t)
-                old_logp.append(self._forward(self.policy.model, t, temperature)[0])
+                if tc.old_logprobs == "rollout":
+                    old_logp.append(t["rollout_logp"] * t["mask"])
+                else:
+                    old_logp.append(self._forward(self.policy.model, t, temperature)[0])
+                    # how far the sampler's log-probs are from the trainer's (veRL's rollout_probs_diff): a
+                    # mismatch here is a bug or a numerics problem on the sampling side
+                    gap = max(gap, float(((old_logp[-1] - t["rollout_logp"]) * t["mask"]).abs().max()))
                 if self.critic is not None:
                     old_values.append(self._values(t) * t["mask"])
                 if self.ref is not None:
@@ -488,6 +509,8 @@ class TorchTrainer:
         summary = {k: float(np.mean(v)) for k, v in metrics.items()}
         summary["actor/advantages_mean"] = float(np.asarray(out.advantages)[mask_all].mean()) if mask_all.any() else 0.0
         summary["rollout/trained_tokens"] = float(sum(len(s.input_ids) for s in samples))
+        if tc.old_logprobs == "recompute":
+            summary["actor/rollout_logp_diff_max"] = gap
         return summary
 
     @property
@@ -532,7 +555,7 @@ class TorchTrainer:
             metrics |= pretrain_dynamics(self.policy, run.registries, run.resolved.env_plan, self.codec, cfg.rollout,
                                          base_model=self.base_model, steps=tc.dynamics_steps,
                                          groups=tc.dynamics_groups, lr=tc.warm_start_lr,
-                                         batch_size=tc.warm_start_batch, seed=cfg.run.seed, log=run.log)
+                                         batch_size=tc.warm_start_batch, seed=tc.dynamics_seed, log=run.log)
         if tc.warm_start_steps:
             samples = demonstration_samples(run.registries, run.resolved.env_plan, self.codec, cfg.rollout,
                                             groups=tc.warm_start_groups, seed=cfg.run.seed)
