@@ -33,6 +33,10 @@ class PPOOptions:
     """The PPO options shared by the trainers (RAGEN's defaults; tiny CPU models need larger lrs).
 
     :ivar actor_lr: AdamW learning rate of the policy.
+    :ivar lr_warmup_steps: the policy's learning rate rises linearly over the first this many training steps
+        (``actor_lr * step / lr_warmup_steps`` at steps 1, 2, ...; veRL's ``actor.optim.lr_warmup_steps``, whose
+        first step has rate 0). A fresh AdamW moves every parameter by about the full rate in its first updates,
+        which can break a warm-started format in one step. 0: none.
     :ivar critic_lr: AdamW learning rate of the critic (estimators that need one: ``gae``, ``bilevel_gae``).
     :ivar ppo_epochs: passes over each step's samples.
     :ivar mini_batch_size: samples per optimiser step.
@@ -51,6 +55,7 @@ class PPOOptions:
     """
 
     actor_lr: float = attrs.field(default=1e-6, validator=attrs.validators.gt(0))
+    lr_warmup_steps: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     critic_lr: float = attrs.field(default=1e-5, validator=attrs.validators.gt(0))
     ppo_epochs: int = attrs.field(default=1, validator=attrs.validators.gt(0))
     mini_batch_size: int = attrs.field(default=32, validator=attrs.validators.gt(0))

@@ -80,6 +80,13 @@ def test_every_mapped_key_exists_in_verls_schema(tmp_path: Path) -> None:
         assert (list(got) if OmegaConf.is_list(got) else got) == value, key
 
 
+def test_lr_warmup_is_verls_and_off_is_verls_off(tmp_path: Path) -> None:
+    key = "actor_rollout_ref.actor.optim.lr_warmup_steps"
+    assert verl_settings(run_for(tmp_path).resolved, tmp_path)[key] == -1  # veRL's "none" (then its ratio, 0)
+    on = verl_settings(run_for(tmp_path, "trainer.lr_warmup_steps=5").resolved, tmp_path)
+    assert on[key] == 5 and build_verl_config(on).actor_rollout_ref.actor.optim.lr_warmup_steps == 5
+
+
 def test_verl_rejections_become_config_errors(tmp_path: Path, tiny_model: str) -> None:
     run = run_for(tmp_path)
     settings = verl_settings(run.resolved, tmp_path, model_path=tiny_model)

@@ -233,6 +233,7 @@ def verl_settings(resolved: Any, run_dir: str | Path, *, model_path: str | None 
         f"{ar}.model.enable_gradient_checkpointing": tc.gradient_checkpointing,
         # actor (PPO)
         f"{ar}.actor.optim.lr": tc.actor_lr,
+        f"{ar}.actor.optim.lr_warmup_steps": tc.lr_warmup_steps if tc.lr_warmup_steps else -1,
         f"{ar}.actor.optim.clip_grad": tc.grad_clip,
         f"{ar}.actor.ppo_epochs": tc.ppo_epochs,
         f"{ar}.actor.ppo_mini_batch_size": groups_per_mini,
