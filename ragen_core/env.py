@@ -14,7 +14,8 @@ It also carries what the prompt needs: ``instruction`` (the task in one paragrap
 action names, or ``None`` for free-form actions such as an answer or a program), ``legend`` (symbol → meaning for
 the rendered state) and ``max_actions_per_traj``. Optional methods: ``oracle_action()`` (an action a known-good
 policy takes now, or None when there is none) and ``state_key()`` (a hashable key of the current state, for
-estimators that group identical states).
+estimators that group identical states, such as GiGPO; without it the rollout keys a turn by its observation text,
+so define it when two different states can render alike or one state can render differently).
 
 How its rollouts should be shaped (turns, actions per turn, the per-turn token budget) is the env's to say too: a
 :class:`~ragen_core.registry.RolloutHints` given at registration (``registry.register(..., hints=...)``, read

@@ -114,7 +114,7 @@ class Episode:
         for turn_no in range(1, cfg.max_turn + 1):
             user = user_message(turn_no, obs, budget, max_new_tokens=cfg.max_new_tokens, think=cfg.think,
                                 previous_reward=previous_reward, previous_invalid=previous_invalid)
-            turn = Turn(observation=obs, state_key=_state_key(env))
+            turn = Turn(observation=obs, state_key=_state_key(env, obs))
             if cfg.context_mode == "full" and turn_no > 1:
                 turn.prompt_ids = self.codec.continuation(last_response, user)
                 turn.new_segment = False
@@ -194,12 +194,17 @@ class Episode:
         return traj
 
 
-def _state_key(env: Any) -> str:
+def _state_key(env: Any, observation: Any) -> str:
+    """The env's ``state_key()``, or without one the observation text (verl-agent's anchor observation): equal
+    keys must mean equal states, which an empty key for every turn would claim wrongly (GiGPO would then compare
+    every turn of a group with every other)."""
     fn = getattr(env, "state_key", None)
+    if not callable(fn):
+        return str(observation)
     try:
-        return str(fn()) if callable(fn) else ""
-    except Exception:  # a state key is optional information
-        return ""
+        return str(fn())
+    except Exception:  # a failing state_key: fall back to what the policy sees
+        return str(observation)
 
 
 def _summary(history: list[tuple[str, str]], user: str) -> str:

@@ -256,6 +256,15 @@ class FrozenLakeEnv(TextEnv):
         row, col = divmod(int(self.gym_env.s), len(self._desc[0]))
         return row, col
 
+    def state_key(self) -> str:
+        """The map and the player's tile (``SFFH/.../FFFG@row,col``; empty before ``reset``): equal keys are equal
+        states, so GiGPO's step groups (``estimator=gigpo``) compare the moves made from the same tile of the same
+        map."""
+        if getattr(self, "_inner", None) is None:
+            return ""
+        row, col = self.position
+        return f"{'/'.join(self._desc)}@{row},{col}"
+
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode on a new random map (or on ``options["desc"]``, rows of ``S``/``F``/``H``/``G``)."""
         super().reset(seed=seed)

@@ -105,6 +105,31 @@ def test_oracle_episode_succeeds_and_records_everything() -> None:
     assert text.startswith("<|im_end|>\n<|im_start|>user\nReward:\n0\nTurn 2:") and text.endswith("assistant\n<think>")
 
 
+class KeyedCounter(CounterEnv):
+    def state_key(self) -> str:
+        return f"count={self.value}"
+
+
+class BrokenKeyCounter(CounterEnv):
+    def state_key(self) -> str:
+        raise RuntimeError("no key today")
+
+
+@pytest.mark.parametrize(("env_cls", "keyed"), [(CounterEnv, False), (KeyedCounter, True), (BrokenKeyCounter, False)])
+def test_turns_are_keyed_by_the_envs_state_key_or_else_by_their_observation(env_cls: type, keyed: bool) -> None:
+    """GiGPO groups turns by key: an env without ``state_key`` (or with one that fails) keys a turn by the
+    observation it acted on, never by one empty key that would make every state look the same."""
+    eps = episodes(2, target=3, max_actions=6, env_cls=env_cls)
+    batch = run_lockstep(eps, ScriptedPolicy.for_episodes(eps, "oracle"))
+    for traj in batch.trajectories:
+        keys = [turn.state_key for turn in traj.turns]
+        assert len(set(keys)) == len(keys) == 3  # the counter moves every turn: three different states
+        if keyed:
+            assert keys == ["count=0", "count=1", "count=2"]
+        else:
+            assert keys == [turn.observation for turn in traj.turns]
+
+
 def test_full_mode_is_token_exact() -> None:
     """Concatenated ids equal the chat template's rendering of the conversation with the sampled texts."""
     tok = TextTokenizer()

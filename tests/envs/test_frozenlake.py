@@ -57,6 +57,48 @@ def test_registration_and_variants() -> None:
     assert obs.startswith("Lake: 4 rows x 4 columns")
 
 
+def test_the_3x3_variant_is_the_embedded_defaults_task() -> None:
+    registry = EnvRegistry()
+    register_grid_envs(registry)
+    env = registry.make("frozenlake_3x3")
+    assert (env.config.size, env.config.success_rate) == (3, 1.0)
+    hints = registry.hints("frozenlake_3x3")
+    assert (hints.max_turn, hints.max_actions_per_turn) == (4, 1)
+    lengths = []
+    for seed in range(500):  # four moves reach the goal on all but about 1 map in 500
+        env.reset(seed=seed)
+        path = shortest_path(env.desc, env.position)
+        assert path is not None
+        lengths.append(len(path))
+    assert sum(n <= 4 for n in lengths) >= 495 and max(lengths) <= 6
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), size=st.sampled_from([3, 4]),
+       moves=st.lists(st.lists(st.sampled_from(ACTIONS), max_size=6), min_size=2, max_size=4))
+def test_state_keys_are_equal_exactly_when_map_and_tile_are(seed: int, size: int, moves: list[list[str]]) -> None:
+    """GiGPO groups turns by state key: on the same map, two walks have equal keys exactly when they stand on the
+    same tile (then their boards render alike too); another map never shares a key."""
+    assert FrozenLakeEnv().state_key() == ""  # before reset
+    seen: dict[str, tuple[tuple[int, int], str]] = {}
+    for walk in moves:
+        env = FrozenLakeEnv(size=size, success_rate=1.0)
+        env.reset(seed=seed)
+        for move in walk:
+            _obs, _r, terminated, _t, _i = env.step(move)
+            key = env.state_key()
+            if key in seen:
+                assert seen[key] == (env.position, env.render())
+            seen[key] = (env.position, env.render())
+            if terminated:
+                break
+    assert len(seen) == len({pos for pos, _render in seen.values()})
+    other = FrozenLakeEnv(size=size, success_rate=1.0)
+    other.reset(seed=seed + 1)
+    if other.desc != env.desc:
+        assert other.state_key() not in seen
+
+
 # ----------------------------------------------------------------------------------------------- invalid actions
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
