@@ -127,6 +127,18 @@ def test_pretraining_learns_the_transitions_and_a_rerun_loads_the_cached_weights
     settings = {k: kwargs[k] for k in ("steps", "groups", "lr", "batch_size", "seed")}
     assert dynamics_cache_folder(str(tiny), plan, rollout, settings) != \
         dynamics_cache_folder(str(tiny), plan, rollout, {**settings, "seed": 1})
+    # the batch shape of training and validation is not in the data: a smoke run loads the same weights; a prompt
+    # setting or another mix of envs is
+    import attrs
+
+    smoke = attrs.evolve(rollout, env_groups=2, group_size=2, val_env_groups=1, temperature=0.7)
+    assert dynamics_cache_folder(str(tiny), [("frozenlake_det", 7, {"size": 3})], smoke, settings) == \
+        dynamics_cache_folder(str(tiny), plan, rollout, settings)
+    assert dynamics_cache_folder(str(tiny), plan, attrs.evolve(rollout, window=2), settings) != \
+        dynamics_cache_folder(str(tiny), plan, rollout, settings)
+    mix = [("frozenlake_det", 1, {"size": 3}), ("sokoban", 1, {})]
+    assert dynamics_cache_folder(str(tiny), mix, rollout, settings) != \
+        dynamics_cache_folder(str(tiny), plan, rollout, settings)
     # a model whose parameters are named otherwise (e.g. LoRA-wrapped) gets its own folder, not a failing load
     import peft
 

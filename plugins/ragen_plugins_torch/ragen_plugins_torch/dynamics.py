@@ -104,8 +104,19 @@ def transition_samples(registries: Any, plan: list[Any], codec: ChatCodec, rollo
     return out
 
 
+#: rollout keys the stage's data do not depend on: the batch shape and sampling of training and validation (random
+#: play has its own seeds, group count and policy), reward shaping. Every other key (turns, actions per turn, context
+#: mode and window, the token budget the prompt states, thinking, the separator) shapes the prompts, so it is hashed.
+_NOT_IN_THE_DATA = frozenset({"env_groups", "group_size", "val_env_groups", "val_group_size", "seed_train", "seed_val",
+                              "temperature", "top_p", "top_k", "val_temperature", "env_workers", "reward_norm",
+                              "reward_norm_by", "use_turn_scores"})
+
+
 def dynamics_cache_folder(base_model: str, plan: list[Any], rollout: Any, settings: dict[str, Any]) -> Path:
-    """The cache folder of the pretrained weights for these inputs (see the module docstring)."""
+    """The cache folder of the pretrained weights for these inputs (see the module docstring). Only what the data
+    and the training depend on is hashed: the env plan's proportions (``settings["groups"]`` trajectories in all),
+    not its group counts, and not the rollout keys in :data:`_NOT_IN_THE_DATA`, so a run with another batch shape
+    (a smoke run, a larger group) loads the same weights."""
     return model_cache_dir() / f"dynamics-{_settings_hash(_key(base_model, plan, rollout, settings))}"
 
 
@@ -120,9 +131,11 @@ def _key(base_model: str, plan: list[Any], rollout: Any, settings: dict[str, Any
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     digest.update(block)
             fingerprint += f"{name}:{digest.hexdigest()};"
+    shaping = {k: v for k, v in attrs.asdict(rollout).items() if k not in _NOT_IN_THE_DATA}
+    scaled = scale_plan(plan, int(settings["groups"])) if "groups" in settings else plan
     return {"recipe": RECIPE, "base": str(folder.resolve()) if folder.exists() else base_model,
-            "fingerprint": fingerprint, "plan": json.loads(json.dumps(plan, default=str)),
-            "rollout": json.loads(json.dumps(attrs.asdict(rollout), default=str)), **settings}
+            "fingerprint": fingerprint, "plan": json.loads(json.dumps(scaled, default=str)),
+            "rollout": json.loads(json.dumps(shaping, default=str)), **settings}
 
 
 def pretrain_dynamics(policy: Any, registries: Any, plan: list[Any], codec: ChatCodec, rollout: Any, *,
