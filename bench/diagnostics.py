@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if run_dir.exists():
         shutil.rmtree(run_dir)
     overrides = [f"trainer.steps={args.steps}", "trainer.val_every=0", "trainer.save_every=0",
-                 "trainer.warm_start_steps=40", f"trainer.diagnostics_every={args.every}",
+                 "trainer.warm_start_steps=40", "trainer.dynamics_steps=0", f"trainer.diagnostics_every={args.every}",
                  f"diagnostics=[{{name: collapse, pairs: {args.pairs}}}]", "filter=top_p", "filter.value=0.9",
                  *args.overrides]
     load_before = os.getloadavg()

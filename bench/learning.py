@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="the wall-time budget per seed of the target")
     parser.add_argument("--check", action="store_true", help="exit 1 when the target is not met")
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.baselines_only:
         print_baselines(baselines(Path(args.baselines_only)))
         return 0

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     from ragen_core.plugins import build_plugin_manager
 
     cmd = ["train", f"trainer.warm_start_steps={args.steps}", f"trainer.warm_start_groups={args.demos}",
-           "trainer.steps=1", "trainer.save_every=0", "trainer.val_every=0", *args.overrides,
+           "trainer.steps=1", "trainer.save_every=0", "trainer.val_every=0", "trainer.dynamics_steps=0",
+           *args.overrides,
            "--run-dir", str(run_dir)]
     result = CliRunner().invoke(build_cli(build_plugin_manager()), cmd)
     if result.exit_code != 0:

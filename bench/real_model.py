@@ -45,6 +45,8 @@ DEFAULTS = [
     "trainer.keep_best=false", "trainer.early_stop=false",
     "trainer.warm_start_steps=30", "trainer.warm_start_batch=8", "trainer.warm_start_lr=0.0002",
     "trainer.warm_start_groups=128",
+    # pinned to what the figures were measured with, whatever the embedded preset says now
+    "rollout.context_mode=full", "trainer.old_logprobs=recompute", "trainer.lr_warmup_steps=0",
 ]
 
 #: session 3's settings (float32, full fine-tuning, reasoning, 48 new tokens, one prefill per sequence), for the
@@ -57,6 +59,7 @@ BEFORE = [
     "trainer.actor_lr=0.00001", "trainer.mini_batch_size=16", "trainer.micro_batch_size=4", "trainer.entropy_coeff=0",
     "trainer.loss_agg=seq-mean-token-mean", "trainer.save_every=0", "trainer.keep_best=false",
     "trainer.early_stop=false", "trainer.warm_start_steps=0",
+    "rollout.context_mode=full", "trainer.old_logprobs=recompute", "trainer.lr_warmup_steps=0",
 ]
 AFTER_AT_BEFORE_SHAPE = [*DEFAULTS, "rollout.env_groups=4", "rollout.group_size=4", "rollout.val_env_groups=4",
                          "rollout.val_group_size=1", "trainer.mini_batch_size=16", "trainer.micro_batch_size=4",

@@ -2,8 +2,9 @@
 
 Usage: python bench/rollout_overhead.py [--steps 3] [--warm-start-steps N] [--threads N] [--json OUT] [key=value ...]
 
-The torch trainer's embedded preset (``cpu_default.yaml``: the tiny model, Sokoban, 8 groups x 8, up to 3 turns of up
-to 2 actions, 24 new tokens) is loaded, with ``key=value`` overrides on top. The model gets the preset's format
+The torch trainer's embedded preset (``cpu_default.yaml``: since session 13 the tiny model on the 3x3 lake, 16 groups x
+8, four turns of one move, 16 new tokens; earlier figures in bench/README.md were measured on the Sokoban and Bandit
+presets of their day) is loaded, with ``key=value`` overrides on top. The model gets the preset's format
 warm-start first (so it answers in format and the env is really stepped; ``--warm-start-steps 0`` skips it), then
 each step does exactly what ``TorchTrainer._rollout`` does: ``make_episodes`` + ``run_lockstep`` with an
 ``HFPolicy``. Instrumented (wrappers in this process only; nothing in ragen is changed):

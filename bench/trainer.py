@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args.out)
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    overrides = [f"trainer.steps={args.steps}", "trainer.warm_start_steps=0", "trainer.val_every=0",
+    overrides = [f"trainer.steps={args.steps}", "trainer.warm_start_steps=0", "trainer.dynamics_steps=0",
+                 "trainer.val_every=0",
                  "trainer.save_every=0", *args.overrides]
     load_before = os.getloadavg()
     peak_before = matmul_peak(args.peak_size, args.peak_seconds)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from ragen_core.cli import build_cli
 from ragen_core.plugins import build_plugin_manager
 from tests.needs import needs_plugin
+from tests.plain_recipe import PLAIN
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = "envs=[{name: bandit, groups: 1}, {name: exploding, groups: 1}]"
@@ -51,7 +52,7 @@ def test_the_scripted_rollout(record: Path, tmp_path: Path) -> None:
 
 def test_the_torch_trainer(record: Path, tmp_path: Path) -> None:
     needs_plugin("ragen-plugins-torch", "the torch trainer")
-    ragen("train", "trainer=torch", "trainer.model=tiny", "trainer.steps=1", "trainer.warm_start_steps=0",
+    ragen("train", *PLAIN, "trainer=torch", "trainer.model=tiny", "trainer.steps=1", "trainer.warm_start_steps=0",
           "trainer.val_every=0", "trainer.save_every=0", "rollout.max_new_tokens=8", *SHAPE,
           "--run-dir", str(tmp_path / "t"))
     assert calls(record, 1) == SEQUENCE

@@ -22,6 +22,7 @@ from ragen_core.plugins import build_plugin_manager
 from ragen_core.protocols import DiagnosticContext
 from ragen_core.runner import rollout_metrics
 from tests.docs.gen import ROOT, load_generator
+from tests.plain_recipe import PLAIN
 
 GLOSSARY = ROOT / "docs" / "metrics.md"
 
@@ -106,7 +107,7 @@ def test_training_metrics_are_documented_and_the_glossary_is_not_stale(tmp_path:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     run = tmp_path / "run"
-    _cli(["train", "envs=[{name: sokoban, groups: 1}, {name: frozenlake_det, groups: 1}]",
+    _cli(["train", *PLAIN, "envs=[{name: sokoban, groups: 1}, {name: frozenlake_det, groups: 1}]",
           "rollout.env_groups=2", "rollout.group_size=2", "rollout.max_turn=2", "rollout.max_new_tokens=12",
           "rollout.val_env_groups=2", "rollout.val_group_size=1", "trainer.name=torch", "trainer.model=tiny",
           "trainer.steps=1", "trainer.mini_batch_size=4", "trainer.micro_batch_size=2",

@@ -16,10 +16,11 @@ from click.testing import CliRunner  # noqa: E402
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
 from ragen_core.starpo.chat import ChatCodec  # noqa: E402
+from tests.plain_recipe import PLAIN  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-TRAIN = ["envs=[{name: sokoban, groups: 1}, {name: frozenlake_det, groups: 1}]", "rollout.env_groups=2",
+TRAIN = [*PLAIN, "envs=[{name: sokoban, groups: 1}, {name: frozenlake_det, groups: 1}]", "rollout.env_groups=2",
          "rollout.group_size=2", "rollout.max_turn=2", "rollout.max_new_tokens=10", "rollout.val_env_groups=2",
          "rollout.val_group_size=1", "trainer.name=torch", "trainer.model=tiny", "estimator=grpo", "filter=none",
          "trainer.mini_batch_size=4", "trainer.micro_batch_size=2", "trainer.actor_lr=0.001",

@@ -23,13 +23,14 @@ from click.testing import CliRunner  # noqa: E402
 
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
+from tests.plain_recipe import PLAIN  # noqa: E402
 
 from . import learning_envs  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CUE = [
-    "envs=[{name: pair}]", "run.seed=0", "filter=none",
+    *PLAIN, "envs=[{name: pair}]", "run.seed=0", "filter=none",
     "rollout.think=false", "rollout.max_turn=2", "rollout.max_actions_per_turn=1", "rollout.max_new_tokens=4",
     "rollout.env_groups=16", "rollout.group_size=8", "rollout.val_env_groups=32", "rollout.val_group_size=2",
     "trainer.name=torch", "trainer.model=tiny", "trainer.warm_start_steps=100", "trainer.warm_start_lr=0.002",

@@ -16,10 +16,12 @@ from click.testing import CliRunner  # noqa: E402
 
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
+from tests.plain_recipe import PLAIN  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 SMALL = [
+    *PLAIN,
     "envs=[{name: sokoban, groups: 1}, {name: frozenlake_det, groups: 1}]",
     "rollout.env_groups=2", "rollout.group_size=2", "rollout.max_turn=2", "rollout.max_new_tokens=12",
     "rollout.val_env_groups=2", "rollout.val_group_size=1",
@@ -238,6 +240,25 @@ def test_dynamics_pretraining_runs_before_the_warm_start_and_is_reported(tmp_pat
                   "trainer.dynamics_seed=1")
     assert [line["dynamics/cached"] for line in other if "dynamics/cached" in line] == [0.0]
     assert len(list((tmp_path / "cache").glob("dynamics-*"))) == 2
+
+
+def test_lr_warmup_raises_the_rate_linearly_then_holds_it(tmp_path: Path) -> None:
+    lines = train(tmp_path / "run", "trainer.steps=3", "trainer.lr_warmup_steps=2", "trainer.actor_lr=0.001")
+    lrs = {step: line["actor/lr"] for step, line in step_lines(lines).items()}
+    assert lrs == {1: pytest.approx(0.0005), 2: pytest.approx(0.001), 3: pytest.approx(0.001)}
+    plain = step_lines(train(tmp_path / "plain", "trainer.steps=1", "trainer.actor_lr=0.001"))
+    assert plain[1]["actor/lr"] == pytest.approx(0.001)
+
+
+def test_dynamics_pretraining_is_skipped_where_no_observation_follows_an_action(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGEN_CACHE_DIR", str(tmp_path / "cache"))
+    lines = train(tmp_path / "run", "envs=[{name: bandit, groups: 2}]", "rollout.max_turn=1", "trainer.steps=1",
+                  "trainer.dynamics_steps=3", "trainer.dynamics_groups=4")
+    zero = {k: v for line in lines if line["step"] == 0 for k, v in line.items()}
+    assert "dynamics/cached" not in zero and "warm_start/loss_last" in zero
+    assert "dynamics_skipped" in OUTPUT[tmp_path / "run"] and "rollout.max_turn is 1" in OUTPUT[tmp_path / "run"]
+    assert not list((tmp_path / "cache").glob("dynamics-*"))
 
 
 def test_kl_with_lora_and_a_warm_start_is_refused() -> None:

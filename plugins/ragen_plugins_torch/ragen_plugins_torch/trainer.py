@@ -66,7 +66,8 @@ class TorchTrainerConfig(PPOOptions):
         only; cached in the model cache, so a rerun with the same settings loads it: see
         :mod:`ragen_plugins_torch.dynamics`). It teaches a small model from scratch what each action does to the
         board, which a multi-turn env's RL signal alone does not teach it in a CPU budget. Uses ``warm_start_lr``
-        and ``warm_start_batch``. 0: none.
+        and ``warm_start_batch``. 0: none. Skipped (with a log line) when ``rollout.max_turn`` is 1: no observation
+        the policy sees follows an action.
     :ivar dynamics_groups: random-play trajectories generated for it (one per group; seeds apart from training's,
         validation's and the warm-start's).
     :ivar dynamics_seed: the seed of that stage's random play and batch order. It is not ``run.seed``: like the
@@ -458,6 +459,9 @@ class TorchTrainer:
         rng = np.random.default_rng(step)
         metrics: dict[str, list[float]] = {}
         mini = min(tc.mini_batch_size, len(chunks) * micro)
+        lr = tc.actor_lr * min(1.0, step / tc.lr_warmup_steps) if tc.lr_warmup_steps else tc.actor_lr
+        for group in self.optim.param_groups:  # a function of the step alone, so --resume needs no scheduler state
+            group["lr"] = lr
         self.policy.model.train()
         for _epoch in range(tc.ppo_epochs):
             order = rng.permutation(len(chunks))
@@ -509,6 +513,7 @@ class TorchTrainer:
         summary = {k: float(np.mean(v)) for k, v in metrics.items()}
         summary["actor/advantages_mean"] = float(np.asarray(out.advantages)[mask_all].mean()) if mask_all.any() else 0.0
         summary["rollout/trained_tokens"] = float(sum(len(s.input_ids) for s in samples))
+        summary["actor/lr"] = lr
         if tc.old_logprobs == "recompute":
             summary["actor/rollout_logp_diff_max"] = gap
         return summary
@@ -551,7 +556,11 @@ class TorchTrainer:
 
         tc, cfg = self.config, run.config
         metrics: dict[str, float] = {}
-        if tc.dynamics_steps:
+        if tc.dynamics_steps and cfg.rollout.max_turn == 1:
+            # one turn per episode: the observation an action leads to is never shown to the policy, so there is
+            # nothing for the stage to teach (e.g. `env=bandit` on a multi-turn preset)
+            run.log.info("dynamics_skipped", reason="rollout.max_turn is 1: no observation follows an action")
+        elif tc.dynamics_steps:
             metrics |= pretrain_dynamics(self.policy, run.registries, run.resolved.env_plan, self.codec, cfg.rollout,
                                          base_model=self.base_model, steps=tc.dynamics_steps,
                                          groups=tc.dynamics_groups, lr=tc.warm_start_lr,
