@@ -98,8 +98,9 @@ class TorchTrainerConfig(PPOOptions):
         forward pass of the policy over the whole batch before the update. ``rollout``: the log-probs the sampler
         already computed for each sampled token (same weights, same temperature; they agree with the recomputed
         ones to float tolerance, see tests/torch/test_old_logprobs.py), which saves that pass, about a quarter of
-        the update's work. Both are the behaviour policy's log-probs; ``rollout`` is also exact for replayed rounds
-        (``--replay`` records them). The KL reference's and the critic's passes are unchanged.
+        the update's work. Both are the behaviour policy's log-probs when the policy sampled its own batch; with
+        ``--replay``, ``rollout`` takes the recorded run's log-probs (the policy that sampled the recording), while
+        ``recompute`` takes the replaying policy's. The KL reference's and the critic's passes are unchanged.
     """
 
     model: str = "tiny"
