@@ -134,7 +134,7 @@ def test_pretraining_learns_the_transitions_and_a_rerun_loads_the_cached_weights
     smoke = attrs.evolve(rollout, env_groups=2, group_size=2, val_env_groups=1, temperature=0.7)
     assert dynamics_cache_folder(str(tiny), [("frozenlake_det", 7, {"size": 3})], smoke, settings) == \
         dynamics_cache_folder(str(tiny), plan, rollout, settings)
-    assert dynamics_cache_folder(str(tiny), plan, attrs.evolve(rollout, window=2), settings) != \
+    assert dynamics_cache_folder(str(tiny), plan, attrs.evolve(rollout, window=rollout.window + 1), settings) != \
         dynamics_cache_folder(str(tiny), plan, rollout, settings)
     mix = [("frozenlake_det", 1, {"size": 3}), ("sokoban", 1, {})]
     assert dynamics_cache_folder(str(tiny), mix, rollout, settings) != \

@@ -461,8 +461,8 @@ class TorchTrainer:
         metrics: dict[str, list[float]] = {}
         mini = min(tc.mini_batch_size, len(chunks) * micro)
         lr = tc.actor_lr * min(1.0, step / tc.lr_warmup_steps) if tc.lr_warmup_steps else tc.actor_lr
-        for group in self.optim.param_groups:  # a function of the step alone, so --resume needs no scheduler state
-            group["lr"] = lr
+        for param_group in self.optim.param_groups:  # a function of the step alone: --resume needs no scheduler state
+            param_group["lr"] = lr
         self.policy.model.train()
         for _epoch in range(tc.ppo_epochs):
             order = rng.permutation(len(chunks))
