@@ -12,6 +12,6 @@ __all__ = ["PLAIN"]
 
 PLAIN = [
     "estimator=drgrpo", "rollout.context_mode=full", "trainer.dynamics_steps=0", "trainer.old_logprobs=recompute",
-    "trainer.lr_warmup_steps=0", "trainer.actor_lr=0.0002", "trainer.mini_batch_size=32",
+    "trainer.lr_warmup_steps=0", "trainer.dynamics_seed=0", "trainer.actor_lr=0.0002", "trainer.mini_batch_size=32",
     "trainer.micro_batch_size=32", "trainer.warm_start_lr=0.002",
 ]
