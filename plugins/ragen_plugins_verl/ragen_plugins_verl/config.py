@@ -221,9 +221,8 @@ def verl_settings(resolved: Any, run_dir: str | Path, *, model_path: str | None 
     ``run_dir`` holds the dataset files and veRL's checkpoints; ``model_path`` replaces ``trainer.model``
     (after :func:`resolve_model_path`); ``needs_critic`` comes from the estimator's spec.
     """
-    cfg, tc = resolved.config, resolved.trainer
+    cfg, tc, run_dir = resolved.config, resolved.trainer, Path(run_dir)
     ro = cfg.rollout
-    run_dir = Path(run_dir)
     groups_per_mini = max(1, tc.mini_batch_size // ro.group_size)
     model = model_path or tc.model
     ar = "actor_rollout_ref"
