@@ -34,7 +34,6 @@ import io
 import json
 import os
 import platform
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -167,11 +166,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    from _machine import mark_bench_dir, replace_bench_dir
+
     from ragen_core.cli import run_trainer
 
     run_dir = Path(args.out)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    replace_bench_dir(run_dir)  # only an earlier run of a bench is replaced, never other data
     overrides = [f"trainer.steps={args.steps}", "trainer.val_every=0", "trainer.save_every=0",
                  "trainer.warm_start_steps=40", "trainer.dynamics_steps=0", f"trainer.diagnostics_every={args.every}",
                  f"diagnostics=[{{name: collapse, pairs: {args.pairs}}}]", "filter=top_p", "filter.value=0.9",
@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     timers.install(args.compare)
     with contextlib.redirect_stdout(io.StringIO()):
         run_trainer("train", tuple(overrides), str(run_dir))
+    mark_bench_dir(run_dir)
     wall = time.perf_counter() - started
     load_after = os.getloadavg()
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -47,8 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results/oracle_ceiling")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
+    from _machine import mark_bench_dir, replace_bench_dir
+
     run_dir = Path(args.out)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    replace_bench_dir(run_dir)  # only an earlier run of a bench is replaced, never other data
     _oracle_demonstrations()
     from click.testing import CliRunner
 
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
            *args.overrides,
            "--run-dir", str(run_dir)]
     result = CliRunner().invoke(build_cli(build_plugin_manager()), cmd)
+    mark_bench_dir(run_dir)
     if result.exit_code != 0:
         print(result.output, file=sys.stderr)
         raise SystemExit(result.exit_code)

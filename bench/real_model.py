@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -89,11 +88,13 @@ def trend(xs: list[float], ys: list[float]) -> tuple[float, float]:
 
 
 def run(overrides: list[str], steps: int, out: Path, val_every: int) -> list[dict]:
-    if out.exists():
-        shutil.rmtree(out)
+    from _machine import mark_bench_dir, replace_bench_dir
+
+    replace_bench_dir(out)  # only an earlier run of a bench is replaced, never other data
     cmd = [sys.executable, "-m", "ragen_core", "train", *overrides, f"trainer.steps={steps}",
            f"trainer.val_every={val_every}", "--run-dir", str(out)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    mark_bench_dir(out)
     return [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
 
 

@@ -31,7 +31,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -41,7 +40,7 @@ _REPO = Path(__file__).resolve().parents[1]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from _machine import machine  # noqa: E402  (bench/_machine.py)
+from _machine import machine, mark_bench_dir, replace_bench_dir  # noqa: E402  (bench/_machine.py)
 
 
 def matmul_peak(n: int = 1024, seconds: float = 3.0) -> float:
@@ -184,8 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragen_core.cli import run_trainer
 
     run_dir = Path(args.out)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    replace_bench_dir(run_dir)  # only an earlier run of a bench is replaced, never other data
     overrides = [f"trainer.steps={args.steps}", "trainer.warm_start_steps=0", "trainer.dynamics_steps=0",
                  "trainer.val_every=0",
                  "trainer.save_every=0", *args.overrides]
@@ -195,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     rec.install()
     with contextlib.redirect_stdout(io.StringIO()):
         run_trainer("train", tuple(overrides), str(run_dir))
+    mark_bench_dir(run_dir)
     peak_after = matmul_peak(args.peak_size, args.peak_seconds)
     peak = max(peak_before, peak_after)
 
