@@ -24,7 +24,8 @@ import attrs
 from ragen_core.errors import ConfigError, RagenError, UnknownComponentError, suggest
 from ragen_core.overrides import apply_overrides, load_yaml, parse_override
 from ragen_core.starpo.shape import RolloutHints, apply_env_hints, derived_run_name
-from ragen_core.structuring import INTERNAL, join_path, short_repr, structure, unstructure
+from ragen_core.structuring import INTERNAL, join_path, structure, unstructure
+from ragen_core.validators import Constraint, constraint, integer, number
 
 __all__ = [
     "Component",
@@ -48,33 +49,20 @@ __all__ = [
 
 # --------------------------------------------------------------------------------------------- core sections
 
-def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value < 1:
-        raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
+def _at_most(limit: int) -> Constraint:
+    """``1 <= value <= limit``: a resource key, far above any real run and far below a typo's 10**20."""
+    return integer(1, limit)
 
 
-def _at_most(limit: int) -> Any:
-    """Validator: ``1 <= value <= limit`` (a resource key; far above any real run, far below a typo's 10**20)."""
-
-    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if value < 1:
-            raise ValueError(f"'{attribute.name}' must be >= 1: {value}")
-        if value > limit:
-            raise ValueError(f"'{attribute.name}' must be at most {limit:,}: {short_repr(value)}")
-
-    return check
-
-
-def _run_name(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+def _is_folder_name(value: Any) -> bool:
     text = str(value)  # one folder-name part: it must not reach outside run.output_dir
-    if not text.strip() or text in (".", "..") or any(c in text for c in "/\\") or any(ord(c) < 32 for c in text):
-        raise ValueError(f"'{attribute.name}' must be a plain folder name (no '/', '\\', '..' or control "
-                         f"characters; it names a folder under run.output_dir): {value!r}")
+    return bool(text.strip()) and text not in (".", "..") and not any(c in text for c in "/\\") \
+        and not any(ord(c) < 32 for c in text)
 
 
-def _folder_path(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not str(value).strip() or "\x00" in str(value):
-        raise ValueError(f"'{attribute.name}' must be a folder path: {value!r}")
+_run_name = constraint("a plain folder name (no '/', '\\', '..' or control characters; it names a folder under "
+                       "run.output_dir)", _is_folder_name)
+_folder_path = constraint("a folder path", lambda v: bool(str(v).strip()) and "\x00" not in str(v))
 
 
 @attrs.define
@@ -111,13 +99,8 @@ class EnvChoice:
     """
 
     name: str
-    groups: int | None = attrs.field(default=None, validator=attrs.validators.optional(_positive))
+    groups: int | None = attrs.field(default=None, validator=attrs.validators.optional(integer(1)))
     options: dict[str, Any] = attrs.field(factory=dict)
-
-
-def _unit(_inst: Any, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"'{attribute.name}' must be in [0, 1]: {value}")
 
 
 @attrs.define
@@ -171,11 +154,11 @@ class RolloutConfig:
     val_group_size: int = attrs.field(default=4, validator=_at_most(4_096))
     context_mode: Literal["full", "limited_multi_turn", "single_turn"] = "full"
     window: int = attrs.field(default=2, validator=_at_most(10_000))
-    max_context_tokens: int | None = attrs.field(default=None, validator=attrs.validators.optional(_positive))
+    max_context_tokens: int | None = attrs.field(default=None, validator=attrs.validators.optional(integer(1)))
     max_new_tokens: int = attrs.field(default=128, validator=_at_most(1_048_576))
     think: bool = True
     temperature: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
-    top_p: float = attrs.field(default=1.0, validator=_unit)
+    top_p: float = attrs.field(default=1.0, validator=number(0, 1))
     top_k: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     val_temperature: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
     format_penalty: float = -0.1

@@ -82,7 +82,7 @@ def test_unknown_key_suggests_nearest() -> None:
     ("rollout.group_size=abc", "rollout.group_size: expected an integer, got str 'abc'"),
     ("rollout.group_size=1.5", "expected an integer"),
     ("rollout.group_size=true", "expected an integer, got bool"),
-    ("rollout.group_size=0", "rollout.group_size: must be >= 1: 0"),
+    ("rollout.group_size=0", "rollout.group_size: must be an integer in [1, 4096]: 0"),
     ("run.log_format=xml", "run.log_format: 'xml' is not one of"),
     ("plugins.disable=envs", "plugins.disable: expected a list"),
     ("plugins.trace=1", "expected true or false"),

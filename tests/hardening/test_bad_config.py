@@ -94,11 +94,11 @@ def test_every_float_key_accepts_exactly_the_finite_numbers(value: float) -> Non
             load_config(overrides=[f"rollout.temperature={text}"])
 
 
-@pytest.mark.parametrize(("override", "limit"), [("rollout.group_size=100000000000000000000", "4,096"),
-                                                 ("rollout.env_groups=10000000", "65,536"),
-                                                 ("rollout.max_new_tokens=100000000000", "1,048,576")])
+@pytest.mark.parametrize(("override", "limit"), [("rollout.group_size=100000000000000000000", "4096"),
+                                                 ("rollout.env_groups=10000000", "65536"),
+                                                 ("rollout.max_new_tokens=100000000000", "1048576")])
 def test_resource_keys_have_upper_bounds(override: str, limit: str) -> None:
-    with pytest.raises(ConfigError, match=f"must be at most {limit}"):
+    with pytest.raises(ConfigError, match=rf"must be an integer in \[1, {limit}\]"):
         load_config(overrides=[override])
 
 
