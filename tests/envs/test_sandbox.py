@@ -638,7 +638,19 @@ def test_unsafe_mode_is_an_explicit_loud_opt_in(monkeypatch: pytest.MonkeyPatch)
     ({"workers": -1}, "workers"), ({"max_output_bytes": 0}, "max_output_bytes"),
 ])
 def test_bad_sandbox_config(options: dict, field: str) -> None:
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ValueError, match=f"'{field}' must be "):
+        SandboxConfig(**options)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"timeout_s": -1}, r"'timeout_s' must be a (finite )?number > 0: -1"),
+    ({"memory_mb": 8}, r"'memory_mb' must be an integer >= 64 \(the interpreter needs it\): 8"),
+    ({"max_files": True}, r"'max_files' must be an integer >= 1: True"),
+    ({"workers": -1}, r"'workers' must be an integer >= 0 \(0: one per CPU, at most 8\): -1"),
+    ({"mode": "docker"}, r"'mode' must be one of 'bwrap', 'unsafe_subprocess': 'docker'"),
+])
+def test_sandbox_config_messages_name_the_constraint(options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         SandboxConfig(**options)
 
 

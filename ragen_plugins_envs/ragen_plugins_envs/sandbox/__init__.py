@@ -131,6 +131,8 @@ from typing import Any
 
 import attrs
 
+from ragen_core.validators import integer, number, one_of
+
 __all__ = [
     "MODES",
     "CallTest",
@@ -187,31 +189,6 @@ class ExecStatus(str, enum.Enum):
     OUTPUT_LIMIT = "output_limit"  #: more than ``max_output_bytes`` of output, the file-size or file-count limit
 
 
-def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
-
-
-def _positive_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
-
-
-def _mode(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value not in MODES:
-        raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, MODES))}, got {value!r}")
-
-
-def _non_negative_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative integer (0: the default), got {value!r}")
-
-
-def _workers(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative integer (0: one per CPU, at most 8), got {value!r}")
-
-
 @attrs.frozen
 class SandboxConfig:
     """Limits of one sandboxed program run.
@@ -231,31 +208,23 @@ class SandboxConfig:
         cgroup, where the machine lets this process make one); 0: ``2 * memory_mb + tmp_size_mb``.
     """
 
-    mode: str = attrs.field(default="bwrap", validator=_mode)
-    timeout_s: float = attrs.field(default=5.0, validator=_positive)
-    cpu_s: float = attrs.field(default=5.0, validator=_positive)
-    memory_mb: int = attrs.field(default=1024, validator=_positive_int)
-    max_procs: int = attrs.field(default=32, validator=_positive_int)
-    max_output_bytes: int = attrs.field(default=1 << 20, validator=_positive_int)
-    max_file_mb: int = attrs.field(default=16, validator=_positive_int)
-    max_open_files: int = attrs.field(default=64, validator=_positive_int)
-    max_files: int = attrs.field(default=1000, validator=_positive_int)
-    tmp_size_mb: int = attrs.field(default=64, validator=_positive_int)
-    workers: int = attrs.field(default=0, validator=_workers)
-    total_memory_mb: int = attrs.field(default=0, validator=_non_negative_int)
+    mode: str = attrs.field(default="bwrap", validator=one_of(*MODES))
+    timeout_s: float = attrs.field(default=5.0, validator=number(0, low_open=True))
+    cpu_s: float = attrs.field(default=5.0, validator=number(0, low_open=True))
+    memory_mb: int = attrs.field(default=1024, validator=integer(64, note="the interpreter needs it"))
+    max_procs: int = attrs.field(default=32, validator=integer(4, note="the supervisor and the program"))
+    max_output_bytes: int = attrs.field(default=1 << 20, validator=integer(1))
+    max_file_mb: int = attrs.field(default=16, validator=integer(1))
+    max_open_files: int = attrs.field(default=64, validator=integer(16, note="Python needs a few"))
+    max_files: int = attrs.field(default=1000, validator=integer(1))
+    tmp_size_mb: int = attrs.field(default=64, validator=integer(1))
+    workers: int = attrs.field(default=0, validator=integer(0, note="0: one per CPU, at most 8"))
+    total_memory_mb: int = attrs.field(default=0, validator=integer(0, note="0: twice memory_mb plus the private /tmp"))
 
     @property
     def total_memory_bytes(self) -> int:
         """The memory cgroup's limit of one run, in bytes."""
         return (self.total_memory_mb or 2 * self.memory_mb + self.tmp_size_mb) << 20
-
-    def __attrs_post_init__(self) -> None:
-        if self.max_open_files < 16:
-            raise ValueError(f"max_open_files must be at least 16 (Python needs a few), got {self.max_open_files}")
-        if self.memory_mb < 64:
-            raise ValueError(f"memory_mb must be at least 64 (the interpreter needs it), got {self.memory_mb}")
-        if self.max_procs < 4:
-            raise ValueError(f"max_procs must be at least 4 (supervisor and program), got {self.max_procs}")
 
     @property
     def pool_size(self) -> int:
