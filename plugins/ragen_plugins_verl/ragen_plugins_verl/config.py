@@ -219,57 +219,81 @@ def verl_settings(resolved: Any, run_dir: str | Path, *, model_path: str | None 
     """Dotted veRL keys → values for a resolved ragen config (the mapping table of ``docs/verl.md``).
 
     ``run_dir`` holds the dataset files and veRL's checkpoints; ``model_path`` replaces ``trainer.model``
-    (after :func:`resolve_model_path`); ``needs_critic`` comes from the estimator's spec.
+    (after :func:`resolve_model_path`); ``needs_critic`` comes from the estimator's spec. The keys come section by
+    section, in this order: model, actor and reference, rollout, data, critic, algorithm, trainer.
     """
     cfg, tc, run_dir = resolved.config, resolved.trainer, Path(run_dir)
-    ro = cfg.rollout
-    groups_per_mini = max(1, tc.mini_batch_size // ro.group_size)
     model = model_path or tc.model
-    ar = "actor_rollout_ref"
-    s: dict[str, Any] = {
+    return {
+        **_actor_settings(tc, cfg.rollout, model),
+        **_rollout_settings(tc, cfg.rollout, run_dir),
+        **_data_settings(tc, cfg.rollout, run_dir),
+        **_critic_settings(tc, model, needs_critic),
+        **_algorithm_settings(cfg, needs_critic),
+        **_trainer_settings(tc, cfg, run_dir),
+    }
+
+
+#: the prefix of the model, actor, reference and rollout keys
+_AR = "actor_rollout_ref"
+
+
+def _actor_settings(tc: VerlTrainerConfig, ro: Any, model: str) -> dict[str, Any]:
+    """The model, the PPO actor and the reference policy (``actor_rollout_ref.model/actor/ref``)."""
+    return {
         # model
-        f"{ar}.model.path": model,
-        f"{ar}.model.enable_gradient_checkpointing": tc.gradient_checkpointing,
-        # actor (PPO)
-        f"{ar}.actor.optim.lr": tc.actor_lr,
-        f"{ar}.actor.optim.lr_warmup_steps": tc.lr_warmup_steps if tc.lr_warmup_steps else -1,
-        f"{ar}.actor.optim.clip_grad": tc.grad_clip,
-        f"{ar}.actor.ppo_epochs": tc.ppo_epochs,
-        f"{ar}.actor.ppo_mini_batch_size": groups_per_mini,
-        f"{ar}.actor.ppo_micro_batch_size_per_gpu": tc.micro_batch_size,
-        f"{ar}.actor.clip_ratio_low": tc.clip_low,
-        f"{ar}.actor.clip_ratio_high": tc.clip_high,
-        f"{ar}.actor.clip_ratio_c": tc.dual_clip if tc.dual_clip is not None else 3.0,
-        f"{ar}.actor.entropy_coeff": tc.entropy_coeff,
-        f"{ar}.actor.use_kl_loss": tc.use_kl_loss,
-        f"{ar}.actor.kl_loss_coef": tc.kl_coeff,
-        f"{ar}.actor.kl_loss_type": tc.kl_estimator,
-        f"{ar}.actor.loss_agg_mode": tc.loss_agg,
-        f"{ar}.actor.fsdp_config.param_offload": tc.param_offload,
-        f"{ar}.actor.fsdp_config.optimizer_offload": tc.optimizer_offload,
-        f"{ar}.actor.checkpoint.save_contents": ["model", "optimizer", "extra", "hf_model"],
-        f"{ar}.ref.log_prob_micro_batch_size_per_gpu": tc.micro_batch_size,
-        # rollout (vLLM / SGLang behind the agent loop)
-        f"{ar}.rollout.name": tc.rollout_backend,
-        f"{ar}.rollout.mode": "async",
-        f"{ar}.rollout.n": ro.group_size,
-        f"{ar}.rollout.temperature": ro.temperature if ro.temperature > 0 else 1.0,
-        f"{ar}.rollout.top_p": ro.top_p,
-        f"{ar}.rollout.top_k": ro.top_k if ro.top_k > 0 else -1,
-        f"{ar}.rollout.calculate_log_probs": True,
-        f"{ar}.rollout.gpu_memory_utilization": tc.gpu_memory_utilization,
-        f"{ar}.rollout.tensor_model_parallel_size": tc.tensor_parallel_size,
-        f"{ar}.rollout.dtype": tc.dtype,
-        f"{ar}.rollout.log_prob_micro_batch_size_per_gpu": tc.micro_batch_size,
-        f"{ar}.rollout.val_kwargs.temperature": ro.val_temperature,
-        f"{ar}.rollout.val_kwargs.do_sample": ro.val_temperature > 0,
-        f"{ar}.rollout.val_kwargs.n": ro.val_group_size,
-        f"{ar}.rollout.agent.default_agent_loop": AGENT_LOOP,
+        f"{_AR}.model.path": model,
+        f"{_AR}.model.enable_gradient_checkpointing": tc.gradient_checkpointing,
+        # actor (PPO); veRL's mini-batch counts groups
+        f"{_AR}.actor.optim.lr": tc.actor_lr,
+        f"{_AR}.actor.optim.lr_warmup_steps": tc.lr_warmup_steps if tc.lr_warmup_steps else -1,
+        f"{_AR}.actor.optim.clip_grad": tc.grad_clip,
+        f"{_AR}.actor.ppo_epochs": tc.ppo_epochs,
+        f"{_AR}.actor.ppo_mini_batch_size": max(1, tc.mini_batch_size // ro.group_size),
+        f"{_AR}.actor.ppo_micro_batch_size_per_gpu": tc.micro_batch_size,
+        f"{_AR}.actor.clip_ratio_low": tc.clip_low,
+        f"{_AR}.actor.clip_ratio_high": tc.clip_high,
+        f"{_AR}.actor.clip_ratio_c": tc.dual_clip if tc.dual_clip is not None else 3.0,
+        f"{_AR}.actor.entropy_coeff": tc.entropy_coeff,
+        f"{_AR}.actor.use_kl_loss": tc.use_kl_loss,
+        f"{_AR}.actor.kl_loss_coef": tc.kl_coeff,
+        f"{_AR}.actor.kl_loss_type": tc.kl_estimator,
+        f"{_AR}.actor.loss_agg_mode": tc.loss_agg,
+        f"{_AR}.actor.fsdp_config.param_offload": tc.param_offload,
+        f"{_AR}.actor.fsdp_config.optimizer_offload": tc.optimizer_offload,
+        f"{_AR}.actor.checkpoint.save_contents": ["model", "optimizer", "extra", "hf_model"],
+        f"{_AR}.ref.log_prob_micro_batch_size_per_gpu": tc.micro_batch_size,
+    }
+
+
+def _rollout_settings(tc: VerlTrainerConfig, ro: Any, run_dir: Path) -> dict[str, Any]:
+    """The rollout (vLLM / SGLang behind ragen's agent loop; ``actor_rollout_ref.rollout``)."""
+    return {
+        f"{_AR}.rollout.name": tc.rollout_backend,
+        f"{_AR}.rollout.mode": "async",
+        f"{_AR}.rollout.n": ro.group_size,
+        f"{_AR}.rollout.temperature": ro.temperature if ro.temperature > 0 else 1.0,
+        f"{_AR}.rollout.top_p": ro.top_p,
+        f"{_AR}.rollout.top_k": ro.top_k if ro.top_k > 0 else -1,
+        f"{_AR}.rollout.calculate_log_probs": True,
+        f"{_AR}.rollout.gpu_memory_utilization": tc.gpu_memory_utilization,
+        f"{_AR}.rollout.tensor_model_parallel_size": tc.tensor_parallel_size,
+        f"{_AR}.rollout.dtype": tc.dtype,
+        f"{_AR}.rollout.log_prob_micro_batch_size_per_gpu": tc.micro_batch_size,
+        f"{_AR}.rollout.val_kwargs.temperature": ro.val_temperature,
+        f"{_AR}.rollout.val_kwargs.do_sample": ro.val_temperature > 0,
+        f"{_AR}.rollout.val_kwargs.n": ro.val_group_size,
+        f"{_AR}.rollout.agent.default_agent_loop": AGENT_LOOP,
         # ragen's agent loop by class path (verl_plugin.agent_loop_yaml writes it): nothing registered at import
-        f"{ar}.rollout.agent.agent_loop_config_path": os.fspath((run_dir / "verl" / "agent_loops.yaml").resolve()),
-        f"{ar}.rollout.multi_turn.enable": True,
-        f"{ar}.rollout.multi_turn.max_assistant_turns": ro.max_turn,
-        # data: one row per env group, generated by ragen (no dataset files to prepare)
+        f"{_AR}.rollout.agent.agent_loop_config_path": os.fspath((run_dir / "verl" / "agent_loops.yaml").resolve()),
+        f"{_AR}.rollout.multi_turn.enable": True,
+        f"{_AR}.rollout.multi_turn.max_assistant_turns": ro.max_turn,
+    }
+
+
+def _data_settings(tc: VerlTrainerConfig, ro: Any, run_dir: Path) -> dict[str, Any]:
+    """The data: one row per env group, generated by ragen (no dataset files to prepare)."""
+    return {
         "data.train_files": os.fspath(run_dir / "verl" / "train_groups.json"),
         "data.val_files": os.fspath(run_dir / "verl" / "val_groups.json"),
         "data.custom_cls.path": "pkg://ragen_plugins_verl.dataset",
@@ -280,7 +304,12 @@ def verl_settings(resolved: Any, run_dir: str | Path, *, model_path: str | None 
         "data.shuffle": False,
         "data.dataloader_num_workers": 0,
         "data.return_raw_chat": True,
-        # critic (estimators that need one)
+    }
+
+
+def _critic_settings(tc: VerlTrainerConfig, model: str, needs_critic: bool) -> dict[str, Any]:
+    """The critic (enabled for estimators that need one)."""
+    return {
         "critic.enable": needs_critic,
         "critic.optim.lr": tc.critic_lr,
         "critic.cliprange_value": tc.value_clip if tc.value_clip is not None else 0.5,
@@ -289,10 +318,20 @@ def verl_settings(resolved: Any, run_dir: str | Path, *, model_path: str | None 
         "critic.model.enable_gradient_checkpointing": tc.gradient_checkpointing,
         "critic.fsdp.param_offload": tc.param_offload,
         "critic.fsdp.optimizer_offload": tc.optimizer_offload,
-        # algorithm: the estimator runs in ragen's trainer mode; veRL's name is recorded for its own bookkeeping
+    }
+
+
+def _algorithm_settings(cfg: Any, needs_critic: bool) -> dict[str, Any]:
+    """The algorithm: the estimator runs in ragen's trainer mode; veRL's name is recorded for its own bookkeeping."""
+    return {
         "algorithm.adv_estimator": "gae" if needs_critic else f"{VERL_ESTIMATOR_PREFIX}{cfg.estimator.name}",
         "algorithm.use_kl_in_reward": False,
-        # trainer
+    }
+
+
+def _trainer_settings(tc: VerlTrainerConfig, cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """veRL's ``trainer``: the V1 trainer in ragen's mode, resources, schedule, checkpoints and logging."""
+    return {
         "trainer.use_v1": True,
         "trainer.v1.trainer_mode": TRAINER_MODE,
         "trainer.v1.sampler.custom_sampler.path": "pkg://ragen_plugins_verl.filtering",
@@ -313,7 +352,6 @@ def verl_settings(resolved: Any, run_dir: str | Path, *, model_path: str | None 
         "trainer.experiment_name": cfg.run.name,
         "trainer.logger": list(tc.logger),
     }
-    return s
 
 
 def ragen_section(resolved: Any) -> dict[str, Any]:
