@@ -175,22 +175,45 @@ def advice(run: RunData) -> list[str]:
         lines.append(f"The run stopped early at step {summary.get('steps', '?')}: {summary['stop_reason']}.")
     lines += _reward_std_advice(run)
     truncation = _truncation_advice(run)
-    _steps, fmt = run.series("rollout/format_penalty_rate")
-    if fmt:
-        late = _mean(fmt[-10:])
-        if late > 0.5:
-            lines.append(f"format penalty rate above 50% ({late:.0%} of turns over the last {len(fmt[-10:])} steps): "
-                         "the model has not learned the output format <think>…</think><answer>…</answer>; "
-                         f"{_format_remedy(run)}." + (" Many turns are also cut by rollout.max_new_tokens (below)."
-                                                      if truncation else ""))
+    lines += _format_advice(run, truncated=bool(truncation))
     lines += truncation
-    _steps, val = run.series("val/success")
-    if len(val) >= 5 and all(v < 0.01 for v in val[-5:]):
-        lines.append("validation success below 1% in the last 5 validations: the policy does not solve the task; "
-                     f"check the env settings, or {_format_remedy(run, short=True)}.")
+    lines += _no_success_advice(run)
     lines += _validation_decline_advice(run)
     for family in _FAMILIES:
         lines += _collapse_advice(run, family)
+    lines += _reasoning_advice(run)
+    lines += _filter_advice(run)
+    if not lines:
+        lines.append("No problem found by the rules (reward std, format, truncation, validation, collapse regimes, "
+                     "echo trap, filtering).")
+    return lines
+
+
+def _format_advice(run: RunData, truncated: bool) -> list[str]:
+    """The format rule: a mean ``rollout/format_penalty_rate`` above 50% over the last 10 steps (``truncated``: the
+    truncation rule fired too, which the line mentions)."""
+    _steps, fmt = run.series("rollout/format_penalty_rate")
+    if fmt and (late := _mean(fmt[-10:])) > 0.5:
+        return [f"format penalty rate above 50% ({late:.0%} of turns over the last {len(fmt[-10:])} steps): "
+                "the model has not learned the output format <think>…</think><answer>…</answer>; "
+                f"{_format_remedy(run)}." + (" Many turns are also cut by rollout.max_new_tokens (below)."
+                                             if truncated else "")]
+    return []
+
+
+def _no_success_advice(run: RunData) -> list[str]:
+    """The validation rule: the last 5 ``val/success`` values are all below 1%."""
+    _steps, val = run.series("val/success")
+    if len(val) >= 5 and all(v < 0.01 for v in val[-5:]):
+        return ["validation success below 1% in the last 5 validations: the policy does not solve the task; "
+                f"check the env settings, or {_format_remedy(run, short=True)}."]
+    return []
+
+
+def _reasoning_advice(run: RunData) -> list[str]:
+    """The reasoning rules: few turns with reasoning (last ``collapse/valid_thinking_rate`` below 50%), and the
+    echo trap (last ``echo_trap/cross_group_duplicate_rate`` above 50%)."""
+    lines = []
     _steps, think = run.series("collapse/valid_thinking_rate")
     if think and think[-1] < 0.5:
         lines.append(f"only {think[-1]:.0%} of turns contain reasoning between <think> and </think>: the MI "
@@ -201,6 +224,13 @@ def advice(run: RunData) -> list[str]:
                      "initial states): the reasoning ignores the input; "
                      + (f"{remedy}, and " if (remedy := _filter_remedy(run)) else "")
                      + f"{_raise(run, 'trainer.entropy_coeff')}.")
+    return lines
+
+
+def _filter_advice(run: RunData) -> list[str]:
+    """The filtering rules: a mean ``rollout/filter_kept_ratio`` below 25%, and steps with nothing left after
+    filtering."""
+    lines = []
     _steps, kept = run.series("rollout/filter_kept_ratio")
     if kept and _mean(kept) < 0.25:
         looser = _looser_filter(run)
@@ -214,9 +244,6 @@ def advice(run: RunData) -> list[str]:
         lines.append(f"{int(sum(empty))} step(s) had nothing left after filtering and were skipped: no group's rewards "
                      f"varied; {_raise(run, 'rollout.group_size')} or {_raise(run, 'rollout.temperature', '')}"
                      f"{extra}.")
-    if not lines:
-        lines.append("No problem found by the rules (reward std, format, truncation, validation, collapse regimes, "
-                     "echo trap, filtering).")
     return lines
 
 
