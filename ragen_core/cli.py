@@ -55,16 +55,35 @@ def split_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
     return path, overrides
 
 
-def _setup(args: tuple[str, ...], *, strict: bool = True) -> tuple[Any, Any, Any]:
-    from ragen_core.config import load_config, resolve_config
-    from ragen_core.log import configure_logging
+def load_command_config(path: str | None, overrides: list[str]) -> tuple[Any, Any, Any]:
+    """``(config, pm, registries)`` a command runs: the config file under the overrides; without a file, the embedded
+    preset of the trainer the overrides name (or the default trainer) under them, as ``ragen train`` runs it."""
+    from ragen_core.config import load_config
     from ragen_core.plugins import build_plugin_manager, collect_registries
 
-    path, overrides = split_args(args)
     config = load_config(path, overrides)
-    configure_logging(config.run.log_format, config.run.log_level)
     pm = build_plugin_manager(config)
     registries = collect_registries(pm)
+    if path is None:
+        name = config.trainer.name
+        try:
+            spec = registries.trainers.get(name) if name else registries.trainers.default()
+        except RagenError:
+            spec = None  # no preset to read: resolution reports the missing trainer
+        if spec is not None and getattr(spec, "preset", None):
+            # the trainer's embedded default: its values are defaults (env hints replace them), the overrides explicit
+            config = load_config(None, overrides, preset=spec.preset_path())
+            pm = build_plugin_manager(config)
+            registries = collect_registries(pm)
+    return config, pm, registries
+
+
+def _setup(args: tuple[str, ...], *, strict: bool = True) -> tuple[Any, Any, Any]:
+    from ragen_core.config import resolve_config
+    from ragen_core.log import configure_logging
+
+    config, pm, registries = load_command_config(*split_args(args))
+    configure_logging(config.run.log_format, config.run.log_level)
     resolved = resolve_config(config, registries, pm, strict=strict)
     return resolved, registries, pm
 
@@ -186,9 +205,9 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | Path | None = N
     """``train(run)`` (mode ``train``) or ``evaluate(run)`` (``eval``) of the trainer named in the config, in a new run
     directory or continuing ``resume`` from its latest checkpoint, sampling or replaying the rollouts recorded in
     ``replay``; prints the summary."""
-    from ragen_core.config import load_config, resolve_config
+    from ragen_core.config import resolve_config
     from ragen_core.log import configure_logging
-    from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
+    from ragen_core.plugins import load_component_class
     from ragen_core.runner import execute, new_run_dir, start_run
 
     path, overrides = split_args(args)
@@ -203,23 +222,13 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | Path | None = N
             raise RagenError(f"cannot replay: {replay!r} holds no recorded rollouts (no rollouts/ folder)",
                              hint="record a run with trainer.record_rollouts=true")
         path = path or str(Path(replay) / "config.yaml")
-    config = load_config(path, overrides)
-    pm = build_plugin_manager(config)
-    registries = collect_registries(pm)
+    config, pm, registries = load_command_config(path, overrides)
     if not len(registries.trainers):
         raise RagenError(f"cannot {mode}: no trainer is installed",
                          hint="install a trainer plugin, e.g. pip install 'ragen[torch]' (native) or 'ragen[verl]'")
-    try:
-        spec = registries.trainers.get(config.trainer.name)
-    except RagenError as exc:
-        raise ConfigError(f"trainer: {exc.message}", hint=exc.hint) from None
-    if path is None and getattr(spec, "preset", None):
-        # the trainer's embedded default: its values are defaults (env hints replace them), the overrides explicit
-        config = load_config(None, overrides, preset=spec.preset_path())
-        pm = build_plugin_manager(config)
-        registries = collect_registries(pm)
     configure_logging(config.run.log_format, config.run.log_level)
     resolved = resolve_config(config, registries, pm, strict=True)
+    config = resolved.config
     trainer = load_component_class(registries.trainers.get(config.trainer.name))(resolved.trainer)
     if replay is not None and not getattr(trainer, "supports_replay", False):
         raise ConfigError(f"trainer {config.trainer.name!r} cannot replay recorded rollouts")

@@ -44,6 +44,7 @@ __all__ = [
     "resolve_config",
     "structure",
     "unstructure",
+    "with_default_components",
 ]
 
 
@@ -71,11 +72,12 @@ class Component:
 
     YAML: ``estimator: grpo`` or ``estimator: {name: grpo, norm_adv_by_std: false}``.
 
-    :ivar name: the registered component's name.
+    :ivar name: the registered component's name ("": the one an installed plugin offers as the default, see
+        :meth:`ragen_core.registry.Registry.default`).
     :ivar options: its options, validated by the config class its plugin declared (written flat beside ``name``).
     """
 
-    name: str
+    name: str = ""
     options: dict[str, Any] = attrs.field(factory=dict)
 
     @classmethod
@@ -211,30 +213,32 @@ class RagenConfig:
     :ivar run: run bookkeeping (name, output folder, seed, logging).
     :ivar plugins: which plugins load.
     :ivar envs: the training env mix, each with its share of ``rollout.env_groups``; ``env: NAME`` is shorthand for
-        a mix of one.
+        a mix of one. Required: the core names no env (a trainer's embedded preset may).
     :ivar val_envs: the validation env mix, its ``groups`` shares of ``rollout.val_env_groups`` (None: the envs of
         ``envs``, ``val_env_groups`` split evenly among them).
     :ivar variants: env variants declared in the config, by name: ``{env: BASE, params: {...}, instruction: ...,
         description: ...}``; usable wherever an env name is.
     :ivar rollout: shape of the rollouts, prompts, sampling and score normalisation.
-    :ivar filter: the rollout filter: ``filter: top_p`` or ``filter: {name: top_p, value: 0.9}``.
-    :ivar estimator: the advantage estimator and its options.
+    :ivar filter: the rollout filter: ``filter: top_p`` or ``filter: {name: top_p, value: 0.9}`` (unnamed: the
+        one an installed plugin offers as the default, the filters plugin's ``none``).
+    :ivar estimator: the advantage estimator and its options (unnamed: the installed default, the estimators
+        plugin's ``gae``).
     :ivar diagnostics: diagnostics computed on the unfiltered batch: names or ``{name: ..., option: ...}``.
-    :ivar trainer: the trainer and its options.
+    :ivar trainer: the trainer and its options (unnamed: the installed default, the torch plugin's ``torch``).
     :ivar sinks: metric sinks besides ``metrics.jsonl``: names or ``{name: tensorboard, option: ...}`` (the sinks
         plugin's ``tensorboard``, ``wandb``, ``console``; see docs/training.md).
     """
 
     run: RunConfig = attrs.field(factory=RunConfig)
     plugins: PluginsConfig = attrs.field(factory=PluginsConfig)
-    envs: list[EnvChoice] = attrs.field(factory=lambda: [EnvChoice(name="sokoban")])
+    envs: list[EnvChoice] = attrs.field(factory=list)
     val_envs: list[EnvChoice] | None = None
     variants: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     rollout: RolloutConfig = attrs.field(factory=RolloutConfig)
-    filter: Component = attrs.field(factory=lambda: Component(name="none"))
-    estimator: Component = attrs.field(factory=lambda: Component(name="gae"))
+    filter: Component = attrs.field(factory=Component)
+    estimator: Component = attrs.field(factory=Component)
     diagnostics: list[Component] = attrs.field(factory=list)
-    trainer: Component = attrs.field(factory=lambda: Component(name="torch"))
+    trainer: Component = attrs.field(factory=Component)
     sinks: list[Component] = attrs.field(factory=list)
     #: the dotted keys the user's config file and overrides set (:func:`load_config` fills it in); they are never
     #: replaced by env hints or the derived run name. None (a config built in code): every key counts as set.
@@ -438,6 +442,35 @@ def _component(reg: Any, comp: Component, path: str, config: RagenConfig, strict
         return None
 
 
+#: the component sections a config may leave unnamed, with their registries' attribute names
+DEFAULTED = {"filter": "filters", "estimator": "estimators", "trainer": "trainers"}
+
+
+def with_default_components(config: RagenConfig, registries: Any, derived: dict[str, str] | None = None,
+                            problems: list[str] | None = None) -> RagenConfig:
+    """``config`` with each unnamed component section (``filter``, ``estimator``, ``trainer``) naming the one an
+    installed plugin offers as the default (:meth:`~ragen_core.registry.Registry.default`); its options stay.
+
+    ``derived`` records each filled-in key and its source. With ``problems`` given, a kind without a default is
+    reported there and left unnamed instead of raising."""
+    changes: dict[str, Any] = {}  # section -> Component
+    for key, kind in DEFAULTED.items():
+        comp: Component = getattr(config, key)
+        if comp.name:
+            continue
+        try:
+            spec = getattr(registries, kind).default()
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(f"{key}: {exc.message}")
+            continue
+        changes[key] = attrs.evolve(comp, name=spec.name)
+        if derived is not None:
+            derived[f"{key}.name"] = f"the default of plugin {spec.plugin or '?'}"
+    return attrs.evolve(config, **changes) if changes else config
+
+
 def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, strict: bool = True) -> ResolvedConfig:
     """Validate the component sections against the registries and run the cross-field checks.
 
@@ -490,14 +523,21 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
                 raise ConfigError(f"{path}[{i}]: {exc.message}", hint=exc.hint) from None
 
     def component(reg: Any, comp: Component, path: str) -> Any:
+        if not comp.name:
+            return None  # no default is installed: already in problems
         return _component(reg, comp, path, config, strict, problems)
 
+    derived: dict[str, str] = {}
+    config = with_default_components(config, registries, derived, problems if not strict else None)
+    if not config.envs:
+        component(registries.trainers, config.trainer, "trainer")  # a misspelt trainer (no preset read) first
+        raise ConfigError("the config names no env", hint="set one: env: NAME (or envs: [...]); ragen envs lists "
+                          "them, e.g. ragen train env=sokoban")
     plan = plan_env_groups(config.envs, config.rollout.env_groups, "envs")
     val_choices = config.val_envs or [attrs.evolve(c, groups=None) for c in config.envs]
     val_plan = plan_env_groups(val_choices, config.rollout.val_env_groups, "val_envs")
     check_env(plan, "envs")
     check_env(val_plan, "val_envs")
-    derived: dict[str, str] = {}
     config = apply_env_hints(config, registries, derived)
     resolved = ResolvedConfig(config=config, env_plan=plan, val_env_plan=val_plan, problems=problems,
                               derived=derived)

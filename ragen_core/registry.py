@@ -25,7 +25,14 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 
-from ragen_core.errors import DuplicateComponentError, PluginError, RagenError, UnknownComponentError, suggest
+from ragen_core.errors import (
+    ConfigError,
+    DuplicateComponentError,
+    PluginError,
+    RagenError,
+    UnknownComponentError,
+    suggest,
+)
 from ragen_core.starpo.shape import DEFAULT_THINK_TOKENS, RolloutHints, _to_hints
 
 __all__ = [
@@ -76,6 +83,8 @@ class ComponentSpec:
     :ivar description: one line shown by ``ragen envs`` / ``ragen plugins``.
     :ivar config: the attrs config class, or a lazy string for it; None to use ``Object.config_cls``.
     :ivar plugin: the name of the plugin that registered it (filled in by the registry).
+    :ivar default: offered as the one to use when a config names no component of this kind (the filters plugin's
+        ``none``, the torch plugin's trainer); see :meth:`Registry.default`.
     """
 
     kind: ClassVar[str] = "component"
@@ -85,6 +94,7 @@ class ComponentSpec:
     description: str = ""
     config: Any = None
     plugin: str = ""
+    default: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
     def load(self) -> Any:
         """Import and return the component object; a failure raises :class:`PluginError` naming the plugin."""
@@ -135,7 +145,7 @@ class ComponentSpec:
         """JSON-friendly summary (used by ``ragen plugins --json``)."""
         ep = self.entry_point if isinstance(self.entry_point, str) else _qualname(self.entry_point)
         return {"name": self.name, "kind": self.kind, "entry_point": ep, "description": self.description,
-                "plugin": self.plugin}
+                "plugin": self.plugin, **({"default": True} if self.default else {})}
 
 
 def _qualname(obj: Any) -> str:
@@ -353,6 +363,23 @@ class Registry(Generic[S]):
         hint = f"known {self.kind}s: {', '.join(known)}" if known else (
             f"no {self.kind} is registered: is the plugin providing it installed and not disabled? (ragen plugins)")
         return UnknownComponentError(msg, hint=hint)
+
+    def default(self) -> S:
+        """The component a config that names none of this kind gets: the one a plugin registered with
+        ``default=True``, or the only one registered. None offered, or several, raise :class:`ConfigError`
+        asking the config to name one."""
+        offered = [spec for spec in self if spec.default] or (list(self) if len(self) == 1 else [])
+        if len(offered) == 1:
+            return offered[0]
+        if offered:
+            both = ", ".join(f"{s.name!r} (plugin {s.plugin or '?'})" for s in offered)
+            raise ConfigError(f"the config names no {self.kind}, and several plugins offer a default one: {both}",
+                              hint=f"name one: {self.kind}: {offered[0].name}")
+        known = self.names()
+        raise ConfigError(f"the config names no {self.kind}, and no installed plugin offers a default one",
+                          hint=f"name one: {self.kind}: NAME (known: {', '.join(known)})" if known else
+                          f"no {self.kind} is registered: is the plugin providing one installed and not disabled? "
+                          "(ragen plugins)")
 
     def names(self) -> list[str]:
         """Sorted names of all registered components."""

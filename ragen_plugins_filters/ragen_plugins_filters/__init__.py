@@ -23,7 +23,7 @@ _PKG = "ragen_plugins_filters"
 def ragen_register_filters(registry):  # noqa: ANN001, ANN201 - the hookspec documents the types
     """Register every built-in rollout filter."""
     r = registry.register
-    r("none", f"{_PKG}.filters:NoFilter", config=f"{_PKG}.config:NoFilterConfig",
+    r("none", f"{_PKG}.filters:NoFilter", config=f"{_PKG}.config:NoFilterConfig", default=True,
       description="no filtering: every group trains (filter metrics still reported)")
     r("top_p", f"{_PKG}.filters:TopPFilter", config=f"{_PKG}.config:TopPConfig",
       description="RAGEN-2 SNR-adaptive top-p over group scores (linear, value 0.9; or softmax)")

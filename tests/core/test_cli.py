@@ -62,8 +62,13 @@ def test_config_show_resolves_every_default() -> None:
     assert data["filter"] == {"name": "keep_top", "k": 1}
     assert data["trainer"] == {"name": "toy", "steps": 2}
     assert data["rollout"]["group_size"] == 16
-    lenient = invoke("config", "show", "env=counter")
-    assert lenient.exit_code == 0 and "# not resolved: trainer: unknown trainer 'torch'" in lenient.output
+    defaulted = invoke("config", "show", "env=counter")  # the toy plugin's only trainer is the default
+    assert defaulted.exit_code == 0, defaulted.output
+    assert "# trainer.name: from the default of plugin tests.core.toy_plugin (not set in the config)" in \
+        defaulted.output
+    assert yaml.safe_load(defaulted.output)["trainer"]["name"] == "toy"
+    unknown = invoke("config", "show", "env=counter", "trainer=torch")
+    assert unknown.exit_code == 0 and "# not resolved: trainer: unknown trainer 'torch'" in unknown.output
 
 
 def test_config_errors_are_one_clear_message() -> None:

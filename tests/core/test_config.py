@@ -36,7 +36,7 @@ def test_defaults_are_ragens() -> None:
     assert (cfg.rollout.env_groups, cfg.rollout.group_size, cfg.rollout.max_turn) == (8, 16, 5)
     assert cfg.rollout.max_actions_per_turn == 2 and cfg.rollout.action_sep == "||"
     assert cfg.rollout.seed_val == 123
-    assert cfg.filter.name == "none"
+    assert cfg.filter.name == ""  # the core names no component: resolution takes the installed default
 
 
 @pytest.mark.parametrize(("text", "keys", "value"), [
@@ -156,7 +156,7 @@ def test_lenient_resolution_reports_missing_components(toy: tuple[Any, Any]) -> 
     resolved = resolve_config(load_config(overrides=["env=counter", "trainer=nope"]), regs, pm, strict=False)
     assert any("unknown trainer 'nope'" in p for p in resolved.problems)
     data = resolved.to_data()
-    assert data["trainer"] == {"name": "nope"} and data["filter"] == {"name": "none"}
+    assert data["trainer"] == {"name": "nope"} and data["filter"] == {"name": "keep_top", "k": 2}
 
 
 def test_env_group_plan(toy: tuple[Any, Any]) -> None:

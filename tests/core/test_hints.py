@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ragen_core.cli import build_cli
 from ragen_core.config import (
+    EnvChoice,
     RagenConfig,
     derived_run_name,
     explicit_keys,
@@ -207,7 +208,7 @@ def test_the_run_is_named_after_the_model_and_envs() -> None:
 @given(model=st.text(max_size=40), env=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,20}", fullmatch=True))
 def test_the_derived_run_name_is_one_safe_path_component(model: str, env: str) -> None:
     config = RagenConfig()
-    config = attrs.evolve(config, envs=[attrs.evolve(config.envs[0], name=env)],
+    config = attrs.evolve(config, envs=[EnvChoice(name=env)],
                           trainer=attrs.evolve(config.trainer, options={"model": model}))
     name = derived_run_name(config)
     assert name and len(name) <= 80 and name not in (".", "..")

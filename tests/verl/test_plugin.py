@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def resolved(*overrides: str, strict: bool = True):
-    config = load_config(None, ["trainer=verl", "rollout.group_size=4", "rollout.env_groups=4",
+    config = load_config(None, ["env=sokoban", "trainer=verl", "rollout.group_size=4", "rollout.env_groups=4",
                                 "trainer.mini_batch_size=8", *overrides])
     pm = build_plugin_manager(config)
     regs = collect_registries(pm)

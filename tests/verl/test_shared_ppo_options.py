@@ -67,7 +67,7 @@ def test_the_config_keys_users_write_are_unchanged() -> None:
                                                   ("loss_agg", "seq-mean-token-mean"), ("grad_clip", 0.5),
                                                   ("value_clip", 0.2)]]
     for trainer in ("torch", "verl"):
-        config = load_config(None, [f"trainer={trainer}", "rollout.group_size=4", "rollout.env_groups=4",
+        config = load_config(None, ["env=sokoban", f"trainer={trainer}", "rollout.group_size=4", "rollout.env_groups=4",
                                     "trainer.micro_batch_size=4", *overrides])
         pm = build_plugin_manager(config)
         tc = resolve_config(config, collect_registries(pm), pm).trainer
@@ -77,6 +77,6 @@ def test_the_config_keys_users_write_are_unchanged() -> None:
                                                                               "seq-mean-token-mean"), trainer
         assert (tc.grad_clip, tc.value_clip) == (0.5, 0.2), trainer
     with pytest.raises(Exception, match="trainer.actor_lr"):
-        config = load_config(None, ["trainer=torch", "trainer.actor_lr=0"])
+        config = load_config(None, ["env=sokoban", "trainer=torch", "trainer.actor_lr=0"])
         pm = build_plugin_manager(config)
         resolve_config(config, collect_registries(pm), pm)

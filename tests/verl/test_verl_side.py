@@ -30,7 +30,7 @@ from ragen_plugins_verl.dataproto import _objects, prompt_split  # noqa: E402
 
 
 def run_for(tmp_path: Path, *overrides: str):
-    config = load_config(None, ["trainer=verl", "rollout.env_groups=4", "rollout.group_size=4",
+    config = load_config(None, ["env=sokoban", "trainer=verl", "rollout.env_groups=4", "rollout.group_size=4",
                                 "trainer.mini_batch_size=8", f"run.output_dir={tmp_path}", *overrides])
     pm = build_plugin_manager(config)
     regs = collect_registries(pm)

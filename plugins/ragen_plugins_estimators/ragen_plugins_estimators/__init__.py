@@ -14,7 +14,7 @@ _PKG = "ragen_plugins_estimators"
 def ragen_register_estimators(registry):  # noqa: ANN001, ANN201 - the hookspec documents the types
     """Register every built-in advantage estimator."""
     r = registry.register
-    r("gae", f"{_PKG}.gae:GAE", needs_critic=True,
+    r("gae", f"{_PKG}.gae:GAE", needs_critic=True, default=True,
       description="PPO's GAE over generated tokens (observation tokens skipped), whitened over the batch")
     r("bilevel_gae", f"{_PKG}.gae:BiLevelGAE", needs_critic=True,
       description="turn-level GAE (gamma 0.95) across turns, then token-level GAE inside each turn")

@@ -12,13 +12,13 @@ from ragen_core import hookimpl
 
 @hookimpl
 def ragen_register_trainers(registry: Any) -> None:
-    """Register the ``torch`` trainer with its CPU preset."""
+    """Register the ``torch`` trainer with its CPU preset, as the trainer a config that names none gets."""
     registry.register(
         "torch", "ragen_plugins_torch.trainer:TorchTrainer",
         config="ragen_plugins_torch.trainer:TorchTrainerConfig",
         description="native StarPO trainer: PPO/GRPO on a Hugging Face causal LM, CPU or one GPU",
         install_hint="pip install 'ragen[torch]' (after installing a torch build for your machine)",
-        preset="ragen_plugins_torch:presets/cpu_default.yaml",
+        preset="ragen_plugins_torch:presets/cpu_default.yaml", default=True,
     )
 
 
