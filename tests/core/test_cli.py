@@ -157,3 +157,17 @@ def test_version_and_help() -> None:
     res = run_ragen("--version")
     assert res.returncode == 0 and "ragen, version" in res.stdout
     assert "plugins" in run_ragen("--help").stdout
+
+
+@pytest.mark.parametrize("extra", [[], ["filter=keep_top", "filter.k=1", "rollout.group_size=3"]])
+def test_config_show_prints_the_config_a_run_writes(tmp_path: Path, extra: list[str]) -> None:
+    """What ``config show`` previews is what the run records in its ``config.yaml``, for the same arguments."""
+    import yaml
+
+    args = ["env=counter", "rollout.env_groups=2", *extra]
+    shown = invoke("config", "show", *args)
+    assert shown.exit_code == 0, shown.output
+    ran = invoke("rollout", *args, "--run-dir", str(tmp_path / "r"))
+    assert ran.exit_code == 0, ran.output
+    recorded = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())
+    assert yaml.safe_load(shown.output) == recorded
