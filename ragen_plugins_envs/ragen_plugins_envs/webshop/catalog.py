@@ -902,11 +902,7 @@ def load_webshop_catalog(path: str, num_products: int | None = None, seed: int =
         raise ValueError(f"{files['products']}: expected a JSON list of products")
     attributes = _read_json(files["attributes"]) or {}
     human = _read_json(files["human"]) or {}
-    review_data: dict[str, tuple[tuple[Review, ...], str]] = {}
-    for entry in _read_json(files["reviews"]) or []:
-        if isinstance(entry, dict) and "asin" in entry:
-            rating = entry.get("average_rating", "N.A.")
-            review_data[str(entry["asin"])] = (_parse_reviews(entry.get("reviews")), str(rating))
+    review_data = _read_review_data(files["reviews"])
     if num_products is not None:
         raw_products = raw_products[:num_products]
     rng = random.Random(f"webshop-prices:{seed}")
@@ -919,49 +915,71 @@ def load_webshop_catalog(path: str, num_products: int | None = None, seed: int =
         if not asin or asin == "nan" or len(asin) > 10 or asin in seen:
             continue
         seen.add(asin)
-        pricing, price_tag = parse_pricing(p.get("pricing"))
-        price = pricing[0] if len(pricing) == 1 else rng.uniform(pricing[0], pricing[1])
-        options: list[tuple[str, tuple[str, ...]]] = []
-        custom = p.get("customization_options") or {}
-        if isinstance(custom, dict):
-            for name, contents in custom.items():
-                if not contents or not isinstance(contents, list):
-                    continue
-                values = []
-                for content in contents:
-                    raw_value = content.get("value") if isinstance(content, dict) else content
-                    if raw_value is None:
-                        continue
-                    values.append(str(raw_value).strip().replace("/", " | ").lower())
-                if values:
-                    options.append((str(name).lower(), tuple(values)))
-        attr_entry = attributes.get(asin) if isinstance(attributes, dict) else None
-        attr_entry = attr_entry if isinstance(attr_entry, dict) else {}
-        product_attrs = _str_tuple(p.get("Attributes") or p.get("attributes") or attr_entry.get("attributes"))
-        humans = []
-        for ins in human.get(asin, []) if isinstance(human, dict) else []:
-            if isinstance(ins, dict) and ins.get("instruction"):
-                humans.append(HumanInstruction(instruction=_as_text(ins["instruction"]),
-                                               attributes=_str_tuple(ins.get("instruction_attributes")),
-                                               options=_str_tuple(ins.get("instruction_options"))))
-        reviews, rating = review_data.get(asin, (_parse_reviews(p.get("reviews")), "N.A."))
-        bullets = p.get("small_description")
-        query = _as_text(p.get("query")).lower().strip()
-        products.append(Product(
-            asin=asin, title=_as_text(p.get("name") or p.get("Title")), category=_as_text(p.get("category")),
-            query=query, product_category=_as_text(p.get("product_category")), product_type=query,
-            description=_as_text(p.get("full_description") or p.get("Description")),
-            bullet_points=_str_tuple(bullets) if bullets else (), reviews=reviews, rating=rating,
-            attributes=product_attrs or ("DUMMY_ATTR",), options=tuple(options), pricing=pricing,
-            price_tag=price_tag, price=float(price),
-            instruction_text=attr_entry.get("instruction") if isinstance(attr_entry.get("instruction"), str) else None,
-            instruction_attributes=_str_tuple(attr_entry.get("instruction_attributes")),
-            human_instructions=tuple(humans),
-        ))
+        products.append(_parse_product(p, asin, rng, attributes, human, review_data))
     if not products:
         raise ValueError(f"{files['products']}: no usable product")
     return Catalog(products=tuple(products), source=str(files["products"]),
                    key=(str(files["products"]), num_products, seed))
+
+
+def _read_review_data(path: Path | None) -> dict[str, tuple[tuple[Review, ...], str]]:
+    """The reviews file's reviews and average rating (``"N.A."`` when absent) by ASIN."""
+    review_data: dict[str, tuple[tuple[Review, ...], str]] = {}
+    for entry in _read_json(path) or []:
+        if isinstance(entry, dict) and "asin" in entry:
+            rating = entry.get("average_rating", "N.A.")
+            review_data[str(entry["asin"])] = (_parse_reviews(entry.get("reviews")), str(rating))
+    return review_data
+
+
+def _parse_product(p: dict[str, Any], asin: str, rng: random.Random, attributes: Any, human: Any,
+                   review_data: dict[str, tuple[tuple[Review, ...], str]]) -> Product:
+    """One product of WebShop's product file (``asin`` already checked), with its attributes, human instructions
+    and reviews from the other files; a price range draws the price from ``rng``."""
+    pricing, price_tag = parse_pricing(p.get("pricing"))
+    price = pricing[0] if len(pricing) == 1 else rng.uniform(pricing[0], pricing[1])
+    attr_entry = attributes.get(asin) if isinstance(attributes, dict) else None
+    attr_entry = attr_entry if isinstance(attr_entry, dict) else {}
+    product_attrs = _str_tuple(p.get("Attributes") or p.get("attributes") or attr_entry.get("attributes"))
+    humans = []
+    for ins in human.get(asin, []) if isinstance(human, dict) else []:
+        if isinstance(ins, dict) and ins.get("instruction"):
+            humans.append(HumanInstruction(instruction=_as_text(ins["instruction"]),
+                                           attributes=_str_tuple(ins.get("instruction_attributes")),
+                                           options=_str_tuple(ins.get("instruction_options"))))
+    reviews, rating = review_data.get(asin, (_parse_reviews(p.get("reviews")), "N.A."))
+    bullets = p.get("small_description")
+    query = _as_text(p.get("query")).lower().strip()
+    return Product(
+        asin=asin, title=_as_text(p.get("name") or p.get("Title")), category=_as_text(p.get("category")),
+        query=query, product_category=_as_text(p.get("product_category")), product_type=query,
+        description=_as_text(p.get("full_description") or p.get("Description")),
+        bullet_points=_str_tuple(bullets) if bullets else (), reviews=reviews, rating=rating,
+        attributes=product_attrs or ("DUMMY_ATTR",), options=_parse_options(p.get("customization_options") or {}),
+        pricing=pricing, price_tag=price_tag, price=float(price),
+        instruction_text=attr_entry.get("instruction") if isinstance(attr_entry.get("instruction"), str) else None,
+        instruction_attributes=_str_tuple(attr_entry.get("instruction_attributes")),
+        human_instructions=tuple(humans),
+    )
+
+
+def _parse_options(custom: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A product's ``customization_options`` as ``(name, values)`` pairs, lower-cased (``/`` in a value becomes
+    `` | ``); names without values are left out."""
+    options: list[tuple[str, tuple[str, ...]]] = []
+    if isinstance(custom, dict):
+        for name, contents in custom.items():
+            if not contents or not isinstance(contents, list):
+                continue
+            values = []
+            for content in contents:
+                raw_value = content.get("value") if isinstance(content, dict) else content
+                if raw_value is None:
+                    continue
+                values.append(str(raw_value).strip().replace("/", " | ").lower())
+            if values:
+                options.append((str(name).lower(), tuple(values)))
+    return tuple(options)
 
 
 def get_catalog(source: str = "generated", num_products: int | None = 1000, seed: int = 0) -> Catalog:
