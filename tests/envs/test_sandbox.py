@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 import ragen_plugins_envs.sandbox as sandbox_module
+import ragen_plugins_envs.sandbox.bwrap as bwrap_module
+import ragen_plugins_envs.sandbox.cgroups as cgroups_module
+import ragen_plugins_envs.sandbox.probe as probe_module
 from ragen_plugins_envs.sandbox import (
     CallTest,
     CodeTest,
@@ -32,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 LIMITS = {"timeout_s": 1.0, "cpu_s": 1.0, "memory_mb": 256, "max_output_bytes": 65536, "max_procs": 24}
 SLACK_S = 3.0  # start-up and teardown allowance on a loaded two-core machine
 #: the program's uid: its own (65533) when root starts the sandbox, else the one uid an unprivileged user can map
-PROGRAM_UID = str(sandbox_module._PROGRAM_UID if os.geteuid() == 0 else sandbox_module._SANDBOX_UID)
+PROGRAM_UID = str(bwrap_module.PROGRAM_UID if os.geteuid() == 0 else bwrap_module.SANDBOX_UID)
 
 
 @pytest.fixture(scope="module")
@@ -613,8 +616,8 @@ def test_command_line_has_the_isolation_flags() -> None:
 
 
 def test_missing_bubblewrap_refuses_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_module, "_PROBES", {})
-    monkeypatch.setattr(sandbox_module, "_bwrap_path", lambda: None)
+    monkeypatch.setattr(probe_module, "_PROBES", {})
+    monkeypatch.setattr(probe_module, "bwrap_path", lambda: None)
     with pytest.raises(SandboxUnavailableError, match=r"bubblewrap.*apt-get install -y bubblewrap.*unsafe_subprocess"):
         Sandbox().check()
     with pytest.raises(SandboxUnavailableError):
@@ -623,7 +626,7 @@ def test_missing_bubblewrap_refuses_with_a_clear_error(monkeypatch: pytest.Monke
 
 
 def test_unsafe_mode_is_an_explicit_loud_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_module, "_bwrap_path", lambda: None)
+    monkeypatch.setattr(probe_module, "bwrap_path", lambda: None)
     with pytest.warns(RuntimeWarning, match="WITHOUT namespaces"):
         box = Sandbox(mode="unsafe_subprocess", timeout_s=0.5, cpu_s=1.0)
     assert box.run("print(sum(range(10)))").stdout == "45\n"
@@ -747,7 +750,7 @@ print(json.dumps(out))
     assert out["own_limit"] == "OK None", out  # its own limits stay its own to lower
     if os.geteuid() == 0:
         # started by root, the program has a uid of its own, so the kernel refuses it even without the filter
-        assert out["uid"] == sandbox_module._PROGRAM_UID != out["supervisor_uid"] == sandbox_module._SANDBOX_UID
+        assert out["uid"] == bwrap_module.PROGRAM_UID != out["supervisor_uid"] == bwrap_module.SANDBOX_UID
     # the supervisor kept its limits: a later program still gets its full time and memory
     assert sandbox.run("x = bytearray(64 << 20)\nprint(len(x))").stdout == str(64 << 20) + "\n"
 
@@ -782,7 +785,7 @@ def test_the_filter_is_a_real_seccomp_program() -> None:
 # ------------------------------------------------------------------ the run's memory cgroup (where one can be made)
 
 def _skip_without_cgroup() -> None:
-    if sandbox_module._cgroup_parent() is None:
+    if cgroups_module.cgroup_parent() is None:
         pytest.skip("this process may not make memory cgroups here (no delegated cgroup)")
 
 
@@ -807,7 +810,7 @@ print(sum(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == -9 for pid in kids
     result = sandbox.run(program)
     assert result.status is ExecStatus.OK, result
     assert int(result.stdout) >= 1  # the kernel killed at least one of them
-    left = [name for name in os.listdir(sandbox_module._cgroup_parent()[1]) if name.startswith("ragen-sandbox-")]
+    left = [name for name in os.listdir(cgroups_module.cgroup_parent()[1]) if name.startswith("ragen-sandbox-")]
     assert left == []  # each run's cgroup is removed with it
 
 

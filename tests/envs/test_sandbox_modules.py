@@ -13,8 +13,8 @@ import tempfile
 import hypothesis.strategies as st
 from hypothesis import given
 
-from ragen_plugins_envs import sandbox
 from ragen_plugins_envs.sandbox import child, supervisor
+from ragen_plugins_envs.sandbox.jobs import sandbox_side_source
 
 
 def test_importing_the_sandbox_side_modules_runs_nothing() -> None:
@@ -26,10 +26,10 @@ def test_importing_the_sandbox_side_modules_runs_nothing() -> None:
 
 def test_the_host_runs_the_modules_own_text() -> None:
     with open(supervisor.__file__, encoding="utf-8") as fh:
-        assert sandbox._source("supervisor.py") == fh.read()
+        assert sandbox_side_source("supervisor.py") == fh.read()
     with open(child.__file__, encoding="utf-8") as fh:
-        assert sandbox._source("child.py") == fh.read()
-    compile(sandbox._source("supervisor.py"), "supervisor.py", "exec")  # what `python -c` will compile
+        assert sandbox_side_source("child.py") == fh.read()
+    compile(sandbox_side_source("supervisor.py"), "supervisor.py", "exec")  # what `python -c` will compile
 
 
 def test_the_child_answers_calls_over_its_fds() -> None:
@@ -43,7 +43,7 @@ def test_the_child_answers_calls_over_its_fds() -> None:
             fh.write("def add(a, b):\n    return a + b\n")
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", "-c", sandbox._source("child.py"), path, "add", ""],
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-B", "-c", sandbox_side_source("child.py"), path, "add", ""],
                                 close_fds=False, preexec_fn=lambda: (os.dup2(req_r, 3), os.dup2(resp_w, 4)))
         os.close(req_r), os.close(resp_w)
 
