@@ -123,52 +123,63 @@ def prepare(inputs: AdvantageInput, *, values: bool = False, turns: bool = False
     if not np.isfinite(rewards).all():
         raise ValueError("token_rewards must be finite on generated tokens")
     groups = _dense(_ids(inputs.group_ids, b, "group_ids"), "group_ids")
-
-    vals = None
-    if values:
-        if inputs.values is None:
-            raise ValueError("this estimator needs critic values (AdvantageInput.values is None)")
-        vals = np.array(inputs.values, dtype=np.float64, copy=True)
-        if vals.shape != rewards.shape:
-            raise ValueError(f"values shape {vals.shape} != token_rewards shape {rewards.shape}")
-        vals[~mask] = 0.0
-        if not np.isfinite(vals).all():
-            raise ValueError("values must be finite on generated tokens")
-
-    tids = None
-    if turns:
-        if inputs.turn_ids is None:
-            raise ValueError("this estimator needs turn ids (AdvantageInput.turn_ids is None)")
-        tids = np.array(inputs.turn_ids, copy=True)
-        if tids.shape != rewards.shape:
-            raise ValueError(f"turn_ids shape {tids.shape} != token_rewards shape {rewards.shape}")
-        if not np.issubdtype(tids.dtype, np.integer):
-            if not np.all(np.equal(np.mod(tids[mask], 1), 0)):
-                raise ValueError("turn_ids must be integers")
-        tids = tids.astype(np.int64)
-        for i in range(b):
-            ids = tids[i, mask[i]]
-            if len(ids) and ids.min() < 0:
-                raise ValueError(f"row {i}: a generated token has no turn id (turn_ids < 0 where response_mask is 1)")
-            if len(ids) > 1 and np.any(np.diff(ids) < 0):
-                raise ValueError(f"row {i}: turn ids must not decrease along the generated tokens of a row")
-
-    if inputs.episode_ids is None:
-        episodes = np.arange(b, dtype=np.int64)
-        episode_groups = groups.copy()
-    else:
-        episodes = _dense(_ids(inputs.episode_ids, b, "episode_ids"), "episode_ids")
-        n = int(episodes.max()) + 1 if b else 0
-        episode_groups = np.full(n, -1, dtype=np.int64)
-        for i in range(b):
-            e = episodes[i]
-            if episode_groups[e] == -1:
-                episode_groups[e] = groups[i]
-            elif episode_groups[e] != groups[i]:
-                raise ValueError(f"rows of one episode must share a group id (row {i}: episode "
-                                 f"{inputs.episode_ids[i]!r} is in two groups)")
+    vals = _checked_values(inputs, mask) if values else None
+    tids = _checked_turn_ids(inputs, mask) if turns else None
+    episodes, episode_groups = _episodes(inputs, groups, b)
     return Prepared(rewards=rewards, mask=mask, groups=groups, values=vals, turn_ids=tids, episodes=episodes,
                     episode_groups=episode_groups)
+
+
+def _checked_values(inputs: AdvantageInput, mask: np.ndarray) -> np.ndarray:
+    """A copy of the critic's values, shaped like the rewards, 0 off the generated tokens and finite on them."""
+    if inputs.values is None:
+        raise ValueError("this estimator needs critic values (AdvantageInput.values is None)")
+    vals = np.array(inputs.values, dtype=np.float64, copy=True)
+    if vals.shape != mask.shape:
+        raise ValueError(f"values shape {vals.shape} != token_rewards shape {mask.shape}")
+    vals[~mask] = 0.0
+    if not np.isfinite(vals).all():
+        raise ValueError("values must be finite on generated tokens")
+    return vals
+
+
+def _checked_turn_ids(inputs: AdvantageInput, mask: np.ndarray) -> np.ndarray:
+    """A copy of the turn ids as int64: integers, shaped like the rewards, and on each row's generated tokens
+    non-negative and never decreasing."""
+    if inputs.turn_ids is None:
+        raise ValueError("this estimator needs turn ids (AdvantageInput.turn_ids is None)")
+    tids = np.array(inputs.turn_ids, copy=True)
+    if tids.shape != mask.shape:
+        raise ValueError(f"turn_ids shape {tids.shape} != token_rewards shape {mask.shape}")
+    if not np.issubdtype(tids.dtype, np.integer):
+        if not np.all(np.equal(np.mod(tids[mask], 1), 0)):
+            raise ValueError("turn_ids must be integers")
+    tids = tids.astype(np.int64)
+    for i in range(mask.shape[0]):
+        ids = tids[i, mask[i]]
+        if len(ids) and ids.min() < 0:
+            raise ValueError(f"row {i}: a generated token has no turn id (turn_ids < 0 where response_mask is 1)")
+        if len(ids) > 1 and np.any(np.diff(ids) < 0):
+            raise ValueError(f"row {i}: turn ids must not decrease along the generated tokens of a row")
+    return tids
+
+
+def _episodes(inputs: AdvantageInput, groups: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dense episode ids of the rows (each row its own episode without ``episode_ids``) and each episode's group;
+    the rows of one episode must share their group."""
+    if inputs.episode_ids is None:
+        return np.arange(b, dtype=np.int64), groups.copy()
+    episodes = _dense(_ids(inputs.episode_ids, b, "episode_ids"), "episode_ids")
+    n = int(episodes.max()) + 1 if b else 0
+    episode_groups = np.full(n, -1, dtype=np.int64)
+    for i in range(b):
+        e = episodes[i]
+        if episode_groups[e] == -1:
+            episode_groups[e] = groups[i]
+        elif episode_groups[e] != groups[i]:
+            raise ValueError(f"rows of one episode must share a group id (row {i}: episode "
+                             f"{inputs.episode_ids[i]!r} is in two groups)")
+    return episodes, episode_groups
 
 
 def output(advantages: np.ndarray, returns: np.ndarray, mask: np.ndarray) -> AdvantageOutput:
