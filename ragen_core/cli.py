@@ -103,6 +103,20 @@ def build_cli(pm: Any = None) -> click.Group:
     def cli() -> None:
         """ragen: train multi-turn reasoning agents with RL (StarPO), through plugins."""
 
+    _add_listing_commands(cli)
+    _add_config_commands(cli)
+    _add_env_commands(cli)
+    _add_trainer_command(cli, "train")
+    if pm is not None:
+        pm.hook.ragen_register_commands(cli=cli)
+    if "eval" not in cli.commands:  # the trainer's validation, unless a plugin (ragen_plugins_eval) provides eval
+        _add_trainer_command(cli, "eval")
+    return cli
+
+
+def _add_listing_commands(cli: click.Group) -> None:
+    """``ragen plugins`` and ``ragen envs``."""
+
     @cli.command("plugins")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
     def plugins_cmd(as_json: bool) -> None:
@@ -127,6 +141,10 @@ def build_cli(pm: Any = None) -> click.Group:
         _pm, registries = _env_registries()
         _print_envs([spec.describe() for spec in registries.envs], as_json=as_json, long=long)
 
+
+def _add_config_commands(cli: click.Group) -> None:
+    """``ragen config show``."""
+
     @cli.group("config", cls=_Group)
     def config_grp() -> None:
         """Inspect configuration."""
@@ -143,6 +161,10 @@ def build_cli(pm: Any = None) -> click.Group:
         for key, source in resolved.derived.items():
             click.echo(f"# {key}: from {source} (not set in the config)")
         click.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False, allow_unicode=True), nl=False)
+
+
+def _add_env_commands(cli: click.Group) -> None:
+    """``ragen play`` and ``ragen rollout``: an env by hand, and the rollout loop with a scripted policy."""
 
     @cli.command("play", context_settings={"ignore_unknown_options": True})
     @click.argument("env")
@@ -163,8 +185,10 @@ def build_cli(pm: Any = None) -> click.Group:
 
     @cli.command("rollout", context_settings={"ignore_unknown_options": True})
     @click.argument("args", nargs=-1)
-    @click.option("--policy", type=click.Choice(["random", "oracle"]), default="random", show_default=True)
-    @click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True)
+    @click.option("--policy", type=click.Choice(["random", "oracle"]), default="random", show_default=True,
+                  help="random: a uniformly random valid action each turn; oracle: the env's scripted solver.")
+    @click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
+                  help="Rollout steps (each one batch of env groups).")
     @click.option("--run-dir", type=click.Path(file_okay=False), default=None, help="Run directory.")
     def rollout_cmd(args: tuple[str, ...], policy: str, steps: int, run_dir: str | None) -> None:
         """Roll out env groups with a scripted policy (no model): ragen rollout [CONFIG] [key=value ...]."""
@@ -174,13 +198,6 @@ def build_cli(pm: Any = None) -> click.Group:
         run = start_run(resolved, registries, pm_, "rollout", run_dir)
         result = execute(run, lambda r: run_scripted(r, policy=policy, steps=steps))
         _print_summary(run.run_dir, result)
-
-    _add_trainer_command(cli, "train")
-    if pm is not None:
-        pm.hook.ragen_register_commands(cli=cli)
-    if "eval" not in cli.commands:  # the trainer's validation, unless a plugin (ragen_plugins_eval) provides eval
-        _add_trainer_command(cli, "eval")
-    return cli
 
 
 def _add_trainer_command(cli: click.Group, mode: str) -> None:

@@ -471,21 +471,8 @@ def with_default_components(config: RagenConfig, registries: Any, derived: dict[
     return attrs.evolve(config, **changes) if changes else config
 
 
-def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, strict: bool = True) -> ResolvedConfig:
-    """Validate the component sections against the registries and run the cross-field checks.
-
-    The rollout keys the config does not set explicitly come from the envs' rollout hints
-    (:func:`apply_env_hints`), and a config that sets no ``run.name`` is named after its model and envs
-    (:func:`derived_run_name`); :attr:`ResolvedConfig.derived` says which keys were filled in. The returned
-    ``config`` is a new object when anything changed; ``config`` itself is not modified.
-
-    Variants declared under ``variants:`` are added to ``registries.envs`` first. Envs are always checked. With
-    ``strict=False``, a component that is not installed is left unresolved and reported in ``problems`` instead of
-    raising, unless the config names it and it looks like a typo (a filter, estimator or diagnostic no plugin
-    registers; a trainer with a registered one close to it); invalid options still raise, and failed cross-field
-    checks are reported in ``problems`` too. Sinks are always checked: an unknown sink, or one whose packages are missing, raises.
-    """
-    problems: list[str] = []
+def _register_variants(config: RagenConfig, registries: Any) -> None:
+    """Add the variants declared under ``variants:`` to ``registries.envs`` (owned by plugin ``config``)."""
     for name, spec in config.variants.items():
         spec = dict(spec)
         base = spec.pop("env", None)
@@ -512,15 +499,50 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
             registries.envs.register_variant(name, env=base, params=params, instruction=instruction,
                                              description=description, hints=hints)
 
-    def check_env(plan: list[tuple[str, int, dict[str, Any]]], path: str) -> None:
-        for i, (name, _n, options) in enumerate(plan):
-            try:
-                spec, params, _ = registries.envs.resolve(name)
-                spec.make_config({**params, **options}, path=f"{path}[{i}].options")
-            except ConfigError:
-                raise
-            except RagenError as exc:
-                raise ConfigError(f"{path}[{i}]: {exc.message}", hint=exc.hint) from None
+
+def _check_envs(plan: list[tuple[str, int, dict[str, Any]]], path: str, registries: Any) -> None:
+    """Each planned env exists and takes its options (one :class:`ConfigError` naming ``path[i]`` otherwise)."""
+    for i, (name, _n, options) in enumerate(plan):
+        try:
+            spec, params, _ = registries.envs.resolve(name)
+            spec.make_config({**params, **options}, path=f"{path}[{i}].options")
+        except ConfigError:
+            raise
+        except RagenError as exc:
+            raise ConfigError(f"{path}[{i}]: {exc.message}", hint=exc.hint) from None
+
+
+def _resolve_sinks(sinks: list[Component], registries: Any) -> list[tuple[str, Any]]:
+    """Each sink's validated options; an unknown sink, or one whose packages are missing, raises."""
+    made = []
+    for i, comp in enumerate(sinks):
+        try:
+            spec = registries.sinks.get(comp.name)
+        except RagenError as exc:
+            raise ConfigError(f"sinks[{i}]: {exc.message}", hint=exc.hint) from None
+        if spec.missing():
+            raise ConfigError(f"sinks[{i}]: sink {comp.name!r} needs {', '.join(spec.missing())}, which is not "
+                              f"installed", hint=spec.install_hint or None)
+        made.append((comp.name, spec.make_config(comp.options, path=f"sinks[{i}]")))
+    return made
+
+
+def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, strict: bool = True) -> ResolvedConfig:
+    """Validate the component sections against the registries and run the cross-field checks.
+
+    The rollout keys the config does not set explicitly come from the envs' rollout hints
+    (:func:`apply_env_hints`), and a config that sets no ``run.name`` is named after its model and envs
+    (:func:`derived_run_name`); :attr:`ResolvedConfig.derived` says which keys were filled in. The returned
+    ``config`` is a new object when anything changed; ``config`` itself is not modified.
+
+    Variants declared under ``variants:`` are added to ``registries.envs`` first. Envs are always checked. With
+    ``strict=False``, a component that is not installed is left unresolved and reported in ``problems`` instead of
+    raising, unless the config names it and it looks like a typo (a filter, estimator or diagnostic no plugin
+    registers; a trainer with a registered one close to it); invalid options still raise, and failed cross-field
+    checks are reported in ``problems`` too. Sinks are always checked: an unknown sink, or one whose packages are missing, raises.
+    """
+    problems: list[str] = []
+    _register_variants(config, registries)
 
     def component(reg: Any, comp: Component, path: str) -> Any:
         if not comp.name:
@@ -536,8 +558,8 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
     plan = plan_env_groups(config.envs, config.rollout.env_groups, "envs")
     val_choices = config.val_envs or [attrs.evolve(c, groups=None) for c in config.envs]
     val_plan = plan_env_groups(val_choices, config.rollout.val_env_groups, "val_envs")
-    check_env(plan, "envs")
-    check_env(val_plan, "val_envs")
+    _check_envs(plan, "envs", registries)
+    _check_envs(val_plan, "val_envs", registries)
     config = apply_env_hints(config, registries, derived)
     resolved = ResolvedConfig(config=config, env_plan=plan, val_env_plan=val_plan, problems=problems,
                               derived=derived)
@@ -553,15 +575,7 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
         made = component(registries.diagnostics, comp, f"diagnostics[{i}]")
         if made is not None:
             resolved.diagnostics.append((comp.name, made))
-    for i, comp in enumerate(config.sinks):
-        try:
-            spec = registries.sinks.get(comp.name)
-        except RagenError as exc:
-            raise ConfigError(f"sinks[{i}]: {exc.message}", hint=exc.hint) from None
-        if spec.missing():
-            raise ConfigError(f"sinks[{i}]: sink {comp.name!r} needs {', '.join(spec.missing())}, which is not "
-                              f"installed", hint=spec.install_hint or None)
-        resolved.sinks.append((comp.name, spec.make_config(comp.options, path=f"sinks[{i}]")))
+    resolved.sinks = _resolve_sinks(config.sinks, registries)
     if pm is not None and not problems:
         found = [p for result in pm.hook.ragen_check_config(config=resolved, registries=registries)
                  for p in (result or [])]
