@@ -48,30 +48,37 @@ def add_eval_command(cli: click.Group) -> None:
 
         Prints success, pass@k and avg@k per env; writes trajectories.jsonl and summary.json to the run directory.
         """
-        from ragen_core.cli import run_trainer, split_args
-        from ragen_core.runner import execute, start_run
+        _eval(args, model, resume, run_dir, opts)
 
-        from .engine import SETTINGS, prepare_eval, run_eval
 
-        if model is None and not (resume and (Path(resume) / SETTINGS).exists()):
-            if any(v not in (None, ()) for k, v in opts.items() if k != "batch_groups"):
-                raise click.UsageError("--env, --groups, ... need --model (or --resume of an eval)")
-            run_trainer("eval", args, run_dir, resume)
-            return
-        path, overrides = split_args(args)
-        resolved, registries, pm, settings, policy = prepare_eval(
-            {**opts, "model": model, "resume": resume, "run_dir": run_dir, "config_path": path,
-             "overrides": overrides})
-        continuing = resume is not None or (run_dir is not None and (Path(run_dir) / SETTINGS).exists())
-        run = start_run(resolved, registries, pm, "eval", resume or run_dir, continue_run=continuing)
-        (run.run_dir / SETTINGS).write_text(json.dumps(settings, indent=2))
-        try:
-            result = execute(run, lambda r: run_eval(r, policy, settings))
-        except KeyboardInterrupt:
-            click.echo(f"ragen: eval interrupted; the finished groups are in {run.run_dir}; continue with: "
-                       f"ragen eval --resume {run.run_dir}", err=True)
-            sys.exit(130)
-        _print_result(settings, result, run.run_dir)
+def _eval(args: tuple[str, ...], model: str | None, resume: str | None, run_dir: str | None,
+          opts: dict[str, Any]) -> None:
+    """``ragen eval``: an eval of ``model`` (or the one in ``resume``) written to the run directory; without a model,
+    the trainer's validation (:func:`ragen_core.cli.run_trainer`)."""
+    from ragen_core.cli import run_trainer, split_args
+    from ragen_core.runner import execute, start_run
+
+    from .engine import SETTINGS, prepare_eval, run_eval
+
+    if model is None and not (resume and (Path(resume) / SETTINGS).exists()):
+        if any(v not in (None, ()) for k, v in opts.items() if k != "batch_groups"):
+            raise click.UsageError("--env, --groups, ... need --model (or --resume of an eval)")
+        run_trainer("eval", args, run_dir, resume)
+        return
+    path, overrides = split_args(args)
+    resolved, registries, pm, settings, policy = prepare_eval(
+        {**opts, "model": model, "resume": resume, "run_dir": run_dir, "config_path": path,
+         "overrides": overrides})
+    continuing = resume is not None or (run_dir is not None and (Path(run_dir) / SETTINGS).exists())
+    run = start_run(resolved, registries, pm, "eval", resume or run_dir, continue_run=continuing)
+    (run.run_dir / SETTINGS).write_text(json.dumps(settings, indent=2))
+    try:
+        result = execute(run, lambda r: run_eval(r, policy, settings))
+    except KeyboardInterrupt:
+        click.echo(f"ragen: eval interrupted; the finished groups are in {run.run_dir}; continue with: "
+                   f"ragen eval --resume {run.run_dir}", err=True)
+        sys.exit(130)
+    _print_result(settings, result, run.run_dir)
 
 
 def _print_result(settings: dict[str, Any], result: dict[str, Any], run_dir: Path) -> None:

@@ -225,43 +225,11 @@ def prepare_eval(args: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any], A
     """Check the command's arguments (``config_path``, ``overrides``, ``model``, ``envs``, ``groups``, ...) and load
     the policy: returns ``(resolved config, registries, plugin manager, settings, policy)``. Bad input raises one
     :class:`RagenError` before anything is written."""
-    from ragen_core.config import EnvChoice
     from ragen_core.log import configure_logging
     from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
 
     resume = args["resume"]
-    if resume is not None:
-        flags = {"model": "--model", "envs": "--env", "groups": "--groups", "group_size": "--group-size",
-                 "temperature": "--temperature", "seed": "--seed", "backend": "--backend", "backend_options": "-o",
-                 "config_path": "CONFIG", "overrides": "key=value overrides"}
-        given = [flag for key, flag in flags.items() if args[key] not in (None, (), [])]
-        if given:
-            raise ConfigError(f"--resume takes the eval's settings from {resume}/{SETTINGS}; drop {', '.join(given)}")
-        try:
-            settings = json.loads((Path(resume) / SETTINGS).read_text())
-        except (OSError, ValueError) as exc:
-            raise RagenError(f"cannot resume: {resume!r} holds no readable {SETTINGS} ({exc})") from None
-        config = load_config(Path(resume) / "config.yaml")
-    else:
-        model, run_config = _resolve_model(args["model"])
-        config = load_config(args["config_path"] or run_config, args["overrides"])
-        ro = config.rollout
-        options = {}
-        for text in args["backend_options"]:
-            keys, value = parse_override(text)
-            options[".".join(keys)] = value
-        envs = [[e, {}] for e in args["envs"]] or [[c.name, c.options] for c in (config.val_envs or config.envs)]
-        groups, k = args["groups"] or ro.val_env_groups, args["group_size"] or ro.val_group_size
-        temperature = ro.val_temperature if args["temperature"] is None else args["temperature"]
-        seed = ro.seed_val if args["seed"] is None else args["seed"]
-        ro = attrs.evolve(ro, env_groups=groups * len(envs), val_env_groups=groups * len(envs), val_group_size=k,
-                          val_temperature=temperature, seed_val=seed)
-        config = attrs.evolve(config, rollout=ro, val_envs=None,
-                              envs=[EnvChoice(name=n, groups=groups, options=o) for n, o in envs])
-        settings = json.loads(json.dumps({
-            "model": model, "backend": None, "backend_options": options, "envs": envs, "groups": groups,
-            "group_size": k, "temperature": temperature, "seed": seed, "batch_groups": args["batch_groups"],
-            "rollout": unstructure(ro)}))
+    config, settings = _resumed_settings(args, resume) if resume is not None else _new_settings(args)
     configure_logging(config.run.log_format, config.run.log_level)
     pm = build_plugin_manager(config)
     registries = collect_registries(pm)
@@ -281,3 +249,45 @@ def prepare_eval(args: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any], A
                                       path=f"backend {spec.name}")
     policy = load_component_class(spec)(backend_config)
     return resolved, registries, pm, settings, policy
+
+
+def _resumed_settings(args: dict[str, Any], resume: str) -> tuple[Any, dict[str, Any]]:
+    """The config and settings of the eval in ``resume`` (``--resume``, which takes no other settings)."""
+    flags = {"model": "--model", "envs": "--env", "groups": "--groups", "group_size": "--group-size",
+             "temperature": "--temperature", "seed": "--seed", "backend": "--backend", "backend_options": "-o",
+             "config_path": "CONFIG", "overrides": "key=value overrides"}
+    given = [flag for key, flag in flags.items() if args[key] not in (None, (), [])]
+    if given:
+        raise ConfigError(f"--resume takes the eval's settings from {resume}/{SETTINGS}; drop {', '.join(given)}")
+    try:
+        settings = json.loads((Path(resume) / SETTINGS).read_text())
+    except (OSError, ValueError) as exc:
+        raise RagenError(f"cannot resume: {resume!r} holds no readable {SETTINGS} ({exc})") from None
+    return load_config(Path(resume) / "config.yaml"), settings
+
+
+def _new_settings(args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The config and settings of a new eval: the model's (or ``CONFIG``'s) config with the command's envs, groups,
+    group size, temperature and seed as its validation settings (``backend`` is picked later)."""
+    from ragen_core.config import EnvChoice
+
+    model, run_config = _resolve_model(args["model"])
+    config = load_config(args["config_path"] or run_config, args["overrides"])
+    ro = config.rollout
+    options = {}
+    for text in args["backend_options"]:
+        keys, value = parse_override(text)
+        options[".".join(keys)] = value
+    envs = [[e, {}] for e in args["envs"]] or [[c.name, c.options] for c in (config.val_envs or config.envs)]
+    groups, k = args["groups"] or ro.val_env_groups, args["group_size"] or ro.val_group_size
+    temperature = ro.val_temperature if args["temperature"] is None else args["temperature"]
+    seed = ro.seed_val if args["seed"] is None else args["seed"]
+    ro = attrs.evolve(ro, env_groups=groups * len(envs), val_env_groups=groups * len(envs), val_group_size=k,
+                      val_temperature=temperature, seed_val=seed)
+    config = attrs.evolve(config, rollout=ro, val_envs=None,
+                          envs=[EnvChoice(name=n, groups=groups, options=o) for n, o in envs])
+    settings = json.loads(json.dumps({
+        "model": model, "backend": None, "backend_options": options, "envs": envs, "groups": groups,
+        "group_size": k, "temperature": temperature, "seed": seed, "batch_groups": args["batch_groups"],
+        "rollout": unstructure(ro)}))
+    return config, settings
