@@ -65,6 +65,15 @@ def _job_limits(config: SandboxConfig, n_units: int, mode: str) -> dict[str, Any
             "supervisor_cpu": cpu * (n_units + 1) + 10}
 
 
+class _NotStarted(Exception):
+    """The sandbox did not start; a run reports it as ``killed`` with this message (a probe raises instead)."""
+
+
+def _not_started(detail: str, probe: bool) -> Exception:
+    """What to raise when the sandbox did not start: a probe's SandboxUnavailableError, or a run's failure."""
+    return SandboxUnavailableError(detail) if probe else _NotStarted(detail)
+
+
 def run_job(backend: Backend, config: SandboxConfig, job: dict[str, Any], n_units: int, *,
             probe: bool = False) -> dict[str, Any]:
     """Run the supervisor on ``job`` and return its report, or ``{"failed": status, "detail": why}`` when it gave
@@ -73,73 +82,109 @@ def run_job(backend: Backend, config: SandboxConfig, job: dict[str, Any], n_unit
     workdir = None
     if backend.mode == "unsafe_subprocess":
         workdir = tempfile.mkdtemp(prefix="ragen-sandbox-")
-    full = {**job, "nonce": nonce, "child": sandbox_side_source("child.py"), "python": backend.exe, "workdir": workdir or "/tmp",
-            "env": dict(backend.env), "limits": _job_limits(config, n_units, backend.mode), "timeout_s": config.timeout_s,
-            "max_output_bytes": config.max_output_bytes, "max_files": config.max_files,
-            "count_files": backend.mode == "bwrap", "drop_to": SANDBOX_UID if backend.userns else None,
-            "program_uid": PROGRAM_UID if backend.userns else None}
-    if workdir is not None:
-        full["env"]["HOME"] = workdir
+    message = _job_message(backend, config, job, n_units, nonce, workdir)
     wall = 10.0 + n_units * (config.timeout_s + 1.5)
     deadline = time.monotonic() + wall
     cap = 8 * config.max_output_bytes * max(1, n_units) + (1 << 20)
-    userns_fd = None
-    cgroup = None
-    parent = cgroup_parent()
-    if parent is not None:
-        try:
-            cgroup = RunCgroup(parent, config.total_memory_bytes)
-        except OSError as exc:
-            log.warning("sandbox: could not make the run's memory cgroup (%s); it is bounded by rlimits only", exc)
+    cgroup = _memory_cgroup(config)
     try:
-        prefix = list(backend.prefix)
-        if backend.userns:
-            try:
-                userns_fd = make_userns(min(deadline, time.monotonic() + 30.0), backend.fresh_proc)
-            except SandboxUnavailableError as exc:
-                if probe:
-                    raise
-                return {"failed": "killed", "detail": f"the sandbox could not start: {exc}"}
-            prefix = [str(userns_fd) if arg == "{USERNS}" else arg for arg in prefix]
-        argv = [*prefix, backend.exe, "-I", "-S", "-B", "-c", sandbox_side_source("supervisor.py")]
-        if cgroup is not None:
-            argv = [*GATE, *argv]
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=dict(backend.env), cwd=workdir or "/", start_new_session=True,
-                                    close_fds=True, pass_fds=(userns_fd,) if userns_fd is not None else ())
-        except OSError as exc:
-            if probe:
-                raise SandboxUnavailableError(f"could not start the sandbox ({argv[0]}): {exc}") from exc
-            return {"failed": "killed", "detail": f"could not start the sandbox ({argv[0]}): {exc}"}
-        finally:
-            if userns_fd is not None:
-                os.close(userns_fd)
-        # the filter names the supervisor's pid: 1 in bubblewrap's pid namespace, the process itself otherwise
-        try:
-            full["seccomp"] = filter_hex(1 if backend.prefix else proc.pid)
-        except SandboxUnavailableError:
-            _kill_tree(proc)
-            proc.wait()
-            raise
-        data = json.dumps(full).encode("utf-8", "surrogatepass")
-        if cgroup is not None:
-            try:
-                cgroup.add(proc.pid)  # the gate holds the sandbox's first process until it is inside
-            except OSError as exc:
-                _kill_tree(proc)
-                proc.wait()
-                if probe:
-                    raise SandboxUnavailableError(f"could not put the sandbox into its memory cgroup: {exc}") from exc
-                return {"failed": "killed", "detail": f"could not put the sandbox into its memory cgroup: {exc}"}
-            data = b"go\n" + data
+        proc = _start_supervisor(backend, workdir, deadline, gated=cgroup is not None, probe=probe)
+        data = _supervisor_input(proc, backend, message, cgroup, probe)
         out, err, timed_out = _communicate(proc, data, deadline, cap)
         oom_kills = cgroup.oom_kills() if cgroup is not None else 0
+    except _NotStarted as exc:
+        return {"failed": "killed", "detail": str(exc)}
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
         if cgroup is not None:
             cgroup.remove()
+    report = _parse_report(out, nonce)
+    if report is not None:
+        return _mark_oom(report) if oom_kills else report
+    return _no_report(config, timed_out, proc.returncode, err, oom_kills, probe)
+
+
+def _job_message(backend: Backend, config: SandboxConfig, job: dict[str, Any], n_units: int, nonce: str,
+                 workdir: str | None) -> dict[str, Any]:
+    """What the supervisor reads on its stdin (but the seccomp filter, added once its pid is known): the job, the
+    child's source, the limits and the environment of the programs."""
+    message = {**job, "nonce": nonce, "child": sandbox_side_source("child.py"), "python": backend.exe,
+               "workdir": workdir or "/tmp", "env": dict(backend.env),
+               "limits": _job_limits(config, n_units, backend.mode), "timeout_s": config.timeout_s,
+               "max_output_bytes": config.max_output_bytes, "max_files": config.max_files,
+               "count_files": backend.mode == "bwrap", "drop_to": SANDBOX_UID if backend.userns else None,
+               "program_uid": PROGRAM_UID if backend.userns else None}
+    if workdir is not None:
+        message["env"]["HOME"] = workdir
+    return message
+
+
+def _memory_cgroup(config: SandboxConfig) -> RunCgroup | None:
+    """The run's memory cgroup, or None where this process may make none (or making it failed: logged)."""
+    parent = cgroup_parent()
+    if parent is None:
+        return None
+    try:
+        return RunCgroup(parent, config.total_memory_bytes)
+    except OSError as exc:
+        log.warning("sandbox: could not make the run's memory cgroup (%s); it is bounded by rlimits only", exc)
+        return None
+
+
+def _start_supervisor(backend: Backend, workdir: str | None, deadline: float, *, gated: bool,
+                      probe: bool) -> subprocess.Popen:
+    """Start the supervisor in its sandbox (its own process group; behind :data:`GATE` when ``gated``); bwrap as
+    root first gets the run's user namespace. Raises :class:`_NotStarted` (a probe: SandboxUnavailableError)."""
+    userns_fd = None
+    prefix = list(backend.prefix)
+    if backend.userns:
+        try:
+            userns_fd = make_userns(min(deadline, time.monotonic() + 30.0), backend.fresh_proc)
+        except SandboxUnavailableError as exc:
+            if probe:
+                raise
+            raise _NotStarted(f"the sandbox could not start: {exc}") from exc
+        prefix = [str(userns_fd) if arg == "{USERNS}" else arg for arg in prefix]
+    argv = [*prefix, backend.exe, "-I", "-S", "-B", "-c", sandbox_side_source("supervisor.py")]
+    if gated:
+        argv = [*GATE, *argv]
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(backend.env), cwd=workdir or "/", start_new_session=True,
+                                close_fds=True, pass_fds=(userns_fd,) if userns_fd is not None else ())
+    except OSError as exc:
+        raise _not_started(f"could not start the sandbox ({argv[0]}): {exc}", probe) from exc
+    finally:
+        if userns_fd is not None:
+            os.close(userns_fd)
+
+
+def _supervisor_input(proc: subprocess.Popen, backend: Backend, message: dict[str, Any], cgroup: RunCgroup | None,
+                      probe: bool) -> bytes:
+    """The bytes to feed the started supervisor: ``message`` with the seccomp filter naming its pid, after the
+    gate's line once the process is inside ``cgroup``. On failure the sandbox is killed first."""
+    # the filter names the supervisor's pid: 1 in bubblewrap's pid namespace, the process itself otherwise
+    try:
+        message["seccomp"] = filter_hex(1 if backend.prefix else proc.pid)
+    except SandboxUnavailableError:
+        _kill_tree(proc)
+        proc.wait()
+        raise
+    data = json.dumps(message).encode("utf-8", "surrogatepass")
+    if cgroup is None:
+        return data
+    try:
+        cgroup.add(proc.pid)  # the gate holds the sandbox's first process until it is inside
+    except OSError as exc:
+        _kill_tree(proc)
+        proc.wait()
+        raise _not_started(f"could not put the sandbox into its memory cgroup: {exc}", probe) from exc
+    return b"go\n" + data
+
+
+def _parse_report(out: bytes, nonce: str) -> dict[str, Any] | None:
+    """The supervisor's report (a JSON object after the run's nonce on its stdout), or None."""
     text = out.decode("utf-8", "replace")
     if text.startswith(nonce):
         try:
@@ -147,9 +192,15 @@ def run_job(backend: Backend, config: SandboxConfig, job: dict[str, Any], n_unit
         except ValueError:
             report = None
         if isinstance(report, dict):
-            return _mark_oom(report) if oom_kills else report
+            return report
+    return None
+
+
+def _no_report(config: SandboxConfig, timed_out: bool, returncode: int | None, err: bytes, oom_kills: int,
+               probe: bool) -> dict[str, Any]:
+    """The failure of a run whose supervisor gave no report (a probe raises SandboxUnavailableError)."""
     why = "the sandbox exceeded its overall time limit" if timed_out else (
-        f"the sandbox ended without a report (exit status {proc.returncode})")
+        f"the sandbox ended without a report (exit status {returncode})")
     detail = err.decode("utf-8", "replace")[-STDERR_TAIL_BYTES:]
     if probe:
         raise SandboxUnavailableError(f"{why}: {detail.strip()}")
