@@ -77,10 +77,30 @@ def check_env(env_or_factory: Any, *, seeds: tuple[int, ...] = (0, 1, 7), n_rand
     the rendered state unchanged; random strings never raise; the same seed and actions replay identically; the
     oracle (if any) proposes actions the env accepts.
     """
-    import gymnasium
-
     env = _as_env(env_or_factory)
     name = type(getattr(env, "unwrapped", env)).__name__
+    names, limit = _check_metadata(env, name)
+    other = _as_env(env_or_factory) if callable(env_or_factory) and not hasattr(env_or_factory, "step") else None
+    vocab = list(names) if names else ["0", "1", "42", "answer"]
+    rng = random.Random(1234)
+    for seed in seeds:
+        actions = [rng.choice(vocab) for _ in range(min(max_steps, limit))]
+        first = _episode(env, name, seed, actions)
+        again = _episode(env, name, seed, actions)
+        assert first == again, f"{name}: reset(seed={seed}) then the same actions gave a different episode"
+        if other is not None:
+            assert _episode(other, name, seed, actions) == first, \
+                f"{name}: two instances with seed={seed} and the same actions diverged"
+        obs, _ = env.reset(seed=seed)
+        assert isinstance(env.render(), str), f"{name}.render() must return a str"
+    fuzz_env(env, hostile_strings(n_random_actions, seed=seeds[0]), seed=seeds[0])  # never raise; invalid: no change
+    _check_oracle(env, name, seeds[0], min(max_steps, limit))
+
+
+def _check_metadata(env: Any, name: str) -> tuple[Any, int]:
+    """The prompt metadata of the contract; returns ``(action_names, max_actions_per_traj)``."""
+    import gymnasium
+
     assert isinstance(env, gymnasium.Env), f"{name} must be a gymnasium.Env"
     base = env.unwrapped
     assert isinstance(instruction := getattr(base, "instruction", None), str) and instruction.strip(), \
@@ -93,47 +113,37 @@ def check_env(env_or_factory: Any, *, seeds: tuple[int, ...] = (0, 1, 7), n_rand
         f"{name}.legend must map symbol strings to meaning strings"
     limit = getattr(base, "max_actions_per_traj", None)
     assert isinstance(limit, int) and limit >= 1, f"{name}.max_actions_per_traj must be a positive int"
+    return names, limit
 
-    def episode(e: Any, seed: int, actions: list[str]) -> list[Any]:
-        obs, info = reset = e.reset(seed=seed)
-        assert isinstance(obs, str) and isinstance(info, dict), f"{name}.reset must return (str, dict), got {reset!r:.80}"
-        trace: list[Any] = [obs]
-        for a in actions:
-            step = _check_step(e.step(a), f"{name}.step({a!r:.40})")
-            trace.append(step[:4] + (_numeric(step[4]),))
-            if step[2] or step[3]:
-                break
-        return trace
 
-    other = _as_env(env_or_factory) if callable(env_or_factory) and not hasattr(env_or_factory, "step") else None
-    vocab = list(names) if names else ["0", "1", "42", "answer"]
-    rng = random.Random(1234)
-    for seed in seeds:
-        actions = [rng.choice(vocab) for _ in range(min(max_steps, limit))]
-        first = episode(env, seed, actions)
-        again = episode(env, seed, actions)
-        assert first == again, f"{name}: reset(seed={seed}) then the same actions gave a different episode"
-        if other is not None:
-            assert episode(other, seed, actions) == first, \
-                f"{name}: two instances with seed={seed} and the same actions diverged"
-        obs, _ = env.reset(seed=seed)
-        assert isinstance(env.render(), str), f"{name}.render() must return a str"
+def _episode(env: Any, name: str, seed: int, actions: list[str]) -> list[Any]:
+    """Reset with ``seed``, play ``actions`` until the episode ends; the trace of observations and steps."""
+    obs, info = reset = env.reset(seed=seed)
+    assert isinstance(obs, str) and isinstance(info, dict), f"{name}.reset must return (str, dict), got {reset!r:.80}"
+    trace: list[Any] = [obs]
+    for a in actions:
+        step = _check_step(env.step(a), f"{name}.step({a!r:.40})")
+        trace.append(step[:4] + (_numeric(step[4]),))
+        if step[2] or step[3]:
+            break
+    return trace
 
-    fuzz_env(env, hostile_strings(n_random_actions, seed=seeds[0]), seed=seeds[0])  # never raise; invalid: no change
 
-    # oracle proposals are accepted
-    oracle = getattr(base, "oracle_action", None)
-    if callable(oracle):
-        env.reset(seed=seeds[0])
-        for _ in range(min(max_steps, limit)):
-            action = oracle()
-            if action is None:
-                break
-            assert isinstance(action, str), f"{name}.oracle_action() must return a str or None"
-            _o, _r, terminated, truncated, info = _check_step(env.step(action), f"{name}.step(oracle {action!r:.40})")
-            assert info["action_is_valid"], f"{name}: the oracle's action {action!r:.60} was invalid"
-            if terminated or truncated:
-                break
+def _check_oracle(env: Any, name: str, seed: int, max_steps: int) -> None:
+    """The oracle's proposals (if the env has one) are strings the env accepts as valid."""
+    oracle = getattr(env.unwrapped, "oracle_action", None)
+    if not callable(oracle):
+        return
+    env.reset(seed=seed)
+    for _ in range(max_steps):
+        action = oracle()
+        if action is None:
+            break
+        assert isinstance(action, str), f"{name}.oracle_action() must return a str or None"
+        _o, _r, terminated, truncated, info = _check_step(env.step(action), f"{name}.step(oracle {action!r:.40})")
+        assert info["action_is_valid"], f"{name}: the oracle's action {action!r:.60} was invalid"
+        if terminated or truncated:
+            break
 
 
 def fuzz_env(env: Any, actions: Iterable[Any], *, seed: int = 0, between: Sequence[str] = (),

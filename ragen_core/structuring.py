@@ -97,7 +97,8 @@ def _tname(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _structure_value(tp: Any, value: Any, path: str) -> Any:  # noqa: C901 - a type dispatch
+def _structure_value(tp: Any, value: Any, path: str) -> Any:
+    """``value`` checked against (and converted to) type ``tp``; a mismatch raises :class:`ConfigError` at ``path``."""
     if tp is Any or tp is object or tp is None and value is None:
         return value
     if isinstance(tp, str):
@@ -105,83 +106,113 @@ def _structure_value(tp: Any, value: Any, path: str) -> Any:  # noqa: C901 - a t
     if attrs.has(tp):
         return _structure_attrs(tp, value, path)
     origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
     if tp is type(None):
         if value is None:
             return None
         raise ConfigError(f"{path}: expected null, got {_tname(value)} {short_repr(value)}")
     if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _structure_value(arg, value, path)
-            except ConfigError as exc:
-                errors.append(exc)
-        if len(errors) == 1:
-            raise errors[0]
-        raise ConfigError(f"{path}: {short_repr(value)} matches none of {_type_str(tp)}")
-    if origin is Literal:
-        if value in args and not (isinstance(value, bool) and not any(isinstance(a, bool) for a in args)):
-            return value
-        close = suggest(str(value), [str(a) for a in args])
-        raise ConfigError(f"{path}: {short_repr(value)} is not one of {', '.join(repr(a) for a in args)}",
-                          hint=f"did you mean {close!r}?" if close else None)
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp(value)
-        except ValueError:
-            raise ConfigError(f"{path}: {short_repr(value)} is not one of {', '.join(repr(m.value) for m in tp)}") from None
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{path}: expected true or false, got {_tname(value)} {short_repr(value)}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ConfigError(f"{path}: expected an integer, got {_tname(value)} {short_repr(value)}")
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except OverflowError:
-                number = math.inf
-            if not math.isfinite(number):
-                raise ConfigError(f"{path}: expected a finite number, got {short_repr(value)}")
-            return number
-        raise ConfigError(f"{path}: expected a number, got {_tname(value)} {short_repr(value)}")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"{path}: expected a string, got {_tname(value)} {short_repr(value)}")
-    if origin in (list, cabc.Sequence, cabc.MutableSequence) or tp in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {short_repr(value)}")
-        item = args[0] if args else Any
-        return [_structure_value(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{path}: expected a list, got {_tname(value)} {short_repr(value)}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_structure_value(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
-        if len(value) != len(args):
-            raise ConfigError(f"{path}: expected {len(args)} items, got {len(value)}")
-        return tuple(_structure_value(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if origin in (dict, cabc.Mapping, cabc.MutableMapping) or tp is dict:
-        if not isinstance(value, cabc.Mapping):
-            raise ConfigError(f"{path}: expected a mapping, got {_tname(value)} {short_repr(value)}")
-        kt, vt = args if args else (Any, Any)
-        return {_structure_value(kt, k, path): _structure_value(vt, v, join_path(path, k)) for k, v in value.items()}
+        return _structure_union(tp, value, path)
+    if origin is Literal or (isinstance(tp, type) and issubclass(tp, enum.Enum)):
+        return _structure_choice(tp, value, path)
+    if tp in _SCALARS:
+        return _SCALARS[tp](value, path)
+    if origin in (list, cabc.Sequence, cabc.MutableSequence, tuple, dict, cabc.Mapping, cabc.MutableMapping) \
+            or tp in (list, tuple, dict):
+        return _structure_container(tp, value, path)
     if isinstance(tp, type):
         if isinstance(value, tp):
             return value
         raise ConfigError(f"{path}: expected {tp.__name__}, got {_tname(value)} {short_repr(value)}")
     raise ConfigError(f"{path}: unsupported config type {_type_str(tp)}")
+
+
+def _structure_union(tp: Any, value: Any, path: str) -> Any:
+    """The first member type of union ``tp`` that takes ``value`` (null for an optional)."""
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    errors = []
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return _structure_value(arg, value, path)
+        except ConfigError as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    raise ConfigError(f"{path}: {short_repr(value)} matches none of {_type_str(tp)}")
+
+
+def _structure_choice(tp: Any, value: Any, path: str) -> Any:
+    """A ``Literal`` member (a bool only where the literal lists one) or an enum member, by value."""
+    if typing.get_origin(tp) is Literal:
+        args = typing.get_args(tp)
+        if value in args and not (isinstance(value, bool) and not any(isinstance(a, bool) for a in args)):
+            return value
+        close = suggest(str(value), [str(a) for a in args])
+        raise ConfigError(f"{path}: {short_repr(value)} is not one of {', '.join(repr(a) for a in args)}",
+                          hint=f"did you mean {close!r}?" if close else None)
+    try:
+        return tp(value)
+    except ValueError:
+        raise ConfigError(f"{path}: {short_repr(value)} is not one of {', '.join(repr(m.value) for m in tp)}") from None
+
+
+def _structure_bool(value: Any, path: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"{path}: expected true or false, got {_tname(value)} {short_repr(value)}")
+
+
+def _structure_int(value: Any, path: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ConfigError(f"{path}: expected an integer, got {_tname(value)} {short_repr(value)}")
+
+
+def _structure_float(value: Any, path: str) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise ConfigError(f"{path}: expected a finite number, got {short_repr(value)}")
+        return number
+    raise ConfigError(f"{path}: expected a number, got {_tname(value)} {short_repr(value)}")
+
+
+def _structure_str(value: Any, path: str) -> str:
+    if isinstance(value, str):
+        return value
+    raise ConfigError(f"{path}: expected a string, got {_tname(value)} {short_repr(value)}")
+
+
+_SCALARS: dict[Any, Any] = {bool: _structure_bool, int: _structure_int, float: _structure_float,
+                            str: _structure_str}
+
+
+def _structure_container(tp: Any, value: Any, path: str) -> Any:
+    """A list, a tuple (fixed or ``tuple[X, ...]``) or a mapping, each item structured against its type."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (dict, cabc.Mapping, cabc.MutableMapping) or tp is dict:
+        if not isinstance(value, cabc.Mapping):
+            raise ConfigError(f"{path}: expected a mapping, got {_tname(value)} {short_repr(value)}")
+        kt, vt = args if args else (Any, Any)
+        return {_structure_value(kt, k, path): _structure_value(vt, v, join_path(path, k)) for k, v in value.items()}
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{path}: expected a list, got {_tname(value)} {short_repr(value)}")
+    if origin is not tuple:  # a list, a sequence or a bare tuple
+        item = args[0] if args else Any
+        return [_structure_value(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(_structure_value(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+    if len(value) != len(args):
+        raise ConfigError(f"{path}: expected {len(args)} items, got {len(value)}")
+    return tuple(_structure_value(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
 
 
 def _type_str(tp: Any) -> str:

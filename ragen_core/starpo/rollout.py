@@ -115,52 +115,20 @@ class Episode:
             user = user_message(turn_no, obs, budget, max_new_tokens=cfg.max_new_tokens, think=cfg.think,
                                 previous_reward=previous_reward, previous_invalid=previous_invalid)
             turn = Turn(observation=obs, state_key=_state_key(env, obs))
-            if cfg.context_mode == "full" and turn_no > 1:
-                turn.prompt_ids = self.codec.continuation(last_response, user)
-                turn.new_segment = False
-                if cfg.max_context_tokens and len(sequence) + len(turn.prompt_ids) + cfg.max_new_tokens > \
-                        cfg.max_context_tokens:
-                    turn.prompt_ids, dropped = self._windowed(system, history, user, len(history))
-                    traj.context_truncations += 1 if dropped else 0
-                    turn.new_segment = True
-                    sequence = []
-            else:
-                keep = cfg.window - 1 if cfg.context_mode == "limited_multi_turn" else len(history)
-                if cfg.context_mode == "single_turn":
-                    turn.prompt_ids = self.codec.prompt(
-                        [{"role": "system", "content": system}, {"role": "user", "content": _summary(history, user)}])
-                else:
-                    turn.prompt_ids, dropped = self._windowed(system, history, user, keep)
-                    traj.context_truncations += 1 if dropped else 0
-            sequence = [*sequence, *turn.prompt_ids] if not turn.new_segment else list(turn.prompt_ids)
+            sequence = self._place_prompt(turn, turn_no, (system, history, user), last_response, sequence, traj)
             request = GenerationRequest(
                 prompt_ids=tuple(sequence), max_new_tokens=cfg.max_new_tokens, temperature=self.temperature,
                 top_p=cfg.top_p, top_k=cfg.top_k, episode_id=self.episode_id)
             result: GenerationResult = yield request
-            turn.response_ids, turn.logprobs = list(result.token_ids), list(result.logprobs)
             if result.mean_entropy is not None:
                 entropies.append(result.mean_entropy)
-            turn.response_text = self.codec.tokenizer.decode(turn.response_ids, skip_special_tokens=False)
-            turn.truncated = is_truncated(result, turn.response_text, request.stop)
-            parsed = parse_response(self.codec.open_tag + turn.response_text, think=cfg.think,
-                                    action_sep=cfg.action_sep, max_actions=min(cfg.max_actions_per_turn, budget),
-                                    valid_actions=names)
-            turn.reasoning, turn.actions = parsed.reasoning, list(parsed.actions)
-            turn.format_penalty = cfg.format_penalty if parsed.penalised else 0.0
-            done = False
-            for action in parsed.actions:
-                step, error = yield EnvCall(functools.partial(env.step, action))
-                if error is not None:
-                    traj.turns.append(turn)
-                    return self._failed(traj, error)
-                obs, reward, terminated, truncated, info = step
-                budget -= 1
-                turn.reward += float(reward)
-                turn.info = dict(info)
-                if terminated or truncated:
-                    done = True
-                    traj.success = bool(info.get("success", False)) and bool(terminated) and not truncated
-                    break
+            parsed = self._read_response(turn, result, request, min(cfg.max_actions_per_turn, budget), names)
+            next_obs, taken, done, error = yield from self._act(turn, parsed.actions, traj)
+            if error is not None:
+                traj.turns.append(turn)
+                return self._failed(traj, error)
+            obs = next_obs if taken else obs
+            budget -= taken
             traj.turns.append(turn)
             sequence += turn.response_ids
             last_response = turn.response_ids
@@ -171,6 +139,60 @@ class Episode:
         traj.score = sum(t.reward + t.format_penalty for t in traj.turns)
         traj.mean_entropy = sum(entropies) / len(entropies) if entropies else None
         return traj
+
+    def _place_prompt(self, turn: Turn, turn_no: int, context: tuple[str, list[tuple[str, str]], str],
+                      last_response: list[int], sequence: list[int], traj: Trajectory) -> list[int]:
+        """Set ``turn``'s prompt for the context mode (``context``: the system text, the earlier (user, response)
+        pairs and this turn's user text) and return the token sequence the model continues."""
+        cfg = self.cfg
+        system, history, user = context
+        if cfg.context_mode == "full" and turn_no > 1:
+            turn.prompt_ids = self.codec.continuation(last_response, user)
+            turn.new_segment = False
+            if cfg.max_context_tokens and len(sequence) + len(turn.prompt_ids) + cfg.max_new_tokens > \
+                    cfg.max_context_tokens:
+                turn.prompt_ids, dropped = self._windowed(system, history, user, len(history))
+                traj.context_truncations += 1 if dropped else 0
+                turn.new_segment = True
+                sequence = []
+        elif cfg.context_mode == "single_turn":
+            turn.prompt_ids = self.codec.prompt(
+                [{"role": "system", "content": system}, {"role": "user", "content": _summary(history, user)}])
+        else:
+            keep = cfg.window - 1 if cfg.context_mode == "limited_multi_turn" else len(history)
+            turn.prompt_ids, dropped = self._windowed(system, history, user, keep)
+            traj.context_truncations += 1 if dropped else 0
+        return [*sequence, *turn.prompt_ids] if not turn.new_segment else list(turn.prompt_ids)
+
+    def _read_response(self, turn: Turn, result: GenerationResult, request: GenerationRequest, max_actions: int,
+                       names: tuple[str, ...] | None) -> Any:
+        """Record the model's answer on ``turn`` and parse it (at most ``max_actions`` actions)."""
+        cfg = self.cfg
+        turn.response_ids, turn.logprobs = list(result.token_ids), list(result.logprobs)
+        turn.response_text = self.codec.tokenizer.decode(turn.response_ids, skip_special_tokens=False)
+        turn.truncated = is_truncated(result, turn.response_text, request.stop)
+        parsed = parse_response(self.codec.open_tag + turn.response_text, think=cfg.think,
+                                action_sep=cfg.action_sep, max_actions=max_actions, valid_actions=names)
+        turn.reasoning, turn.actions = parsed.reasoning, list(parsed.actions)
+        turn.format_penalty = cfg.format_penalty if parsed.penalised else 0.0
+        return parsed
+
+    def _act(self, turn: Turn, actions: Any, traj: Trajectory
+             ) -> Generator[Any, Any, tuple[Any, int, bool, BaseException | None]]:
+        """Step the env with the turn's actions until one ends the episode: ``(last observation, actions taken,
+        done, the env's error or None)``."""
+        obs: Any = None
+        for taken, action in enumerate(actions, start=1):
+            step, error = yield EnvCall(functools.partial(self.env.step, action))
+            if error is not None:
+                return obs, taken - 1, False, error
+            obs, reward, terminated, truncated, info = step
+            turn.reward += float(reward)
+            turn.info = dict(info)
+            if terminated or truncated:
+                traj.success = bool(info.get("success", False)) and bool(terminated) and not truncated
+                return obs, taken, True, None
+        return obs, len(actions), False, None
 
     def _windowed(self, system: str, history: list[tuple[str, str]], user: str, keep: int) -> tuple[list[int], bool]:
         """A whole prompt holding the last ``keep`` turns as chat turns; older ones are dropped while the prompt
