@@ -467,7 +467,8 @@ def with_default_components(config: RagenConfig, registries: Any, derived: dict[
             continue
         changes[key] = attrs.evolve(comp, name=spec.name)
         if derived is not None:
-            derived[f"{key}.name"] = f"the default of plugin {spec.plugin or '?'}"
+            derived[f"{key}.name"] = (f"the default of plugin {spec.plugin or '?'}" if spec.default else
+                                      f"the only {key} installed (plugin {spec.plugin or '?'})")
     return attrs.evolve(config, **changes) if changes else config
 
 

@@ -71,7 +71,7 @@ def test_resolution_fills_unnamed_sections_and_keeps_their_options() -> None:
     derived: dict[str, str] = {}
     filled = with_default_components(config, registries, derived)
     assert filled.filter == Component(name="keep_top", options={"k": 1})
-    assert filled.trainer.name == "toy" and derived["trainer.name"] == "the default of plugin tests.core.toy_plugin"
+    assert filled.trainer.name == "toy" and derived["trainer.name"] == "the only trainer installed (plugin tests.core.toy_plugin)"
     assert config.filter.name == ""  # the input is not modified
     resolved = resolve_config(config, registries)
     assert resolved.config.filter.name == "keep_top" and resolved.filter.k == 1
@@ -122,3 +122,13 @@ def test_config_show_previews_the_default_trainers_preset(monkeypatch: pytest.Mo
     data = yaml.safe_load(res.output)
     assert data["envs"][0]["name"] == "counter" and data["rollout"]["group_size"] == 3
     assert data["rollout"]["max_turn"] == 2 and data["trainer"]["name"] == "toy"
+
+
+def test_the_derived_comment_says_whether_a_plugin_offered_the_default() -> None:
+    registries = collect_registries(build_plugin_manager())
+    with registries.filters.owned_by("other"):
+        registries.filters.register("fair", "tests.core.toy:KeepTopFilter", default=True)
+    derived: dict[str, str] = {}
+    filled = with_default_components(load_config(None, ["env=counter"]), registries, derived)
+    assert filled.filter.name == "fair" and derived["filter.name"] == "the default of plugin other"
+    assert derived["estimator.name"] == "the only estimator installed (plugin tests.core.toy_plugin)"
