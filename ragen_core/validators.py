@@ -56,13 +56,20 @@ def constraint(description: str, test: Callable[[Any], bool]) -> Constraint:
     return Constraint(description, test)
 
 
+def _show(bound: float) -> str:
+    """A bound as the docs write it: ``1`` for ``1.0``, ``0.5`` for ``0.5``."""
+    if isinstance(bound, float) and bound.is_integer() and abs(bound) < 1e15:
+        return str(int(bound))
+    return str(bound)
+
+
 def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     if low is not None and high is not None:
-        return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        return f"in {'(' if low_open else '['}{_show(low)}, {_show(high)}{')' if high_open else ']'}"
     if low is not None:
-        return f"{'>' if low_open else '>='} {low}"
+        return f"{'>' if low_open else '>='} {_show(low)}"
     if high is not None:
-        return f"{'<' if high_open else '<='} {high}"
+        return f"{'<' if high_open else '<='} {_show(high)}"
     return ""
 
 
@@ -85,14 +92,21 @@ def number(low: float | None = None, high: float | None = None, *, low_open: boo
            high_open: bool = False, note: str = "") -> Constraint:
     """A finite real number (an int or a float, not a bool) between ``low`` and ``high`` (each optional; excluded
     with ``low_open`` / ``high_open``): ``number(0, 1)`` is a probability, ``number(0, low_open=True)`` a positive
-    number."""
+    number. NaN and the infinities are refused; the description says "finite" where a side is unbounded."""
     bounds = _bounds(low, high, low_open, high_open)
-    description = f"a number {bounds}".rstrip() + (f" ({note})" if note else "")
+    kind = "a number" if low is not None and high is not None else "a finite number"
+    description = f"{kind} {bounds}".rstrip() + (f" ({note})" if note else "")
     return Constraint(description, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                       and math.isfinite(v) and _within(v, low, high, low_open, high_open))
 
 
 def one_of(*choices: Any) -> Constraint:
-    """One of ``choices`` (compared with ``==``, so ``one_of("a", "b")`` refuses ``1``)."""
+    """One of ``choices``: equal to one and of its type, so ``one_of("a", "b")`` refuses ``1``, ``one_of(4, 9)``
+    refuses ``4.0`` and ``True``, and ``one_of(None, "x")`` accepts None."""
     options = tuple(choices)
-    return Constraint(f"one of {', '.join(map(repr, options))}", lambda v: v in options)
+    return Constraint(f"one of {', '.join(map(repr, options))}", lambda v: any(_same(v, c) for c in options))
+
+
+def _same(value: Any, choice: Any) -> bool:
+    return (isinstance(value, type(choice)) and isinstance(value, bool) == isinstance(choice, bool)
+            and bool(value == choice))

@@ -24,19 +24,19 @@ depends on the machine (the installed Coq version in the coq prompts is shown as
 from __future__ import annotations
 
 import argparse
-import ast
 import enum
 import importlib.metadata as md
 import inspect
 import re
 import sys
-import textwrap
 import types
 import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
 import attrs
+
+from ragen_core.validators import Constraint
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -190,54 +190,12 @@ def field_doc(cls: type, field: attrs.Attribute) -> str:
     return ivar_docs(cls).get(field.name, "") or ivar_docs(cls).get(field.alias or field.name, "")
 
 
-def _message_phrases(fn: Any, nonlocals: dict[str, Any]) -> list[str]:
-    """The "must ..." phrases of the error messages a validator function raises, with known names filled in."""
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
-        return []
-    cut = "\x00"
-    phrases = []
-    inner = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
-    for node in ast.walk(tree):
-        if id(node) in inner:
-            continue
-        if isinstance(node, ast.JoinedStr):
-            parts = []
-            for value in node.values:
-                if isinstance(value, ast.Constant):
-                    parts.append(str(value.value))
-                elif isinstance(value.value, ast.Name) and value.value.id in nonlocals:
-                    parts.append(str(nonlocals[value.value.id]))
-                else:
-                    parts.append(cut)
-            text = "".join(parts)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-        else:
-            continue
-        start = text.find("must ")
-        if start < 0:
-            continue
-        text = text[start:]
-        if cut in text:
-            head = text[:text.index(cut)].rstrip()
-            for tail in (":", "(got", ", got", " got"):
-                if head.endswith(tail):
-                    head = head[:-len(tail)]
-                    break
-            else:
-                continue  # the message goes on with a computed part: not readable
-            text = head
-        phrase = text.strip()
-        if phrase and phrase not in phrases:
-            phrases.append(phrase)
-    return phrases
-
-
 def describe_validator(v: Any) -> list[str]:
-    """Readable constraints of an attrs validator (empty when it only checks a type or a choice the type shows)."""
+    """Readable constraints of an attrs validator: attrs' own bounds (``>= 1``), a
+    :class:`~ragen_core.validators.Constraint`'s description, or the first line of a validator function's docstring.
+
+    Empty when it only checks a type or a choice the type column shows, and for a function without a docstring.
+    """
     if v is None:
         return []
     if isinstance(v, (list, tuple)):
@@ -257,14 +215,14 @@ def describe_validator(v: Any) -> list[str]:
         return []
     if hasattr(v, "options"):
         return []  # a choice validator: the type column already lists the choices
-    fn = v if inspect.isfunction(v) else type(v).__call__
-    nonlocals = dict(inspect.getclosurevars(fn).nonlocals) if inspect.isfunction(fn) else {}
-    if not inspect.isfunction(v):
-        nonlocals.update({k: val for k, val in vars(v).items() if isinstance(val, (int, float, str))}
-                         if hasattr(v, "__dict__") else {})
-    phrases = _message_phrases(fn, nonlocals)
-    phrases = [p[len("must be "):] if p.startswith("must be ") else p for p in phrases if "one of" not in p]
-    return [p for p in phrases if p not in ("true or false", "a string", "a number")]
+    if isinstance(v, Constraint):
+        return [v.description]
+    doc = inspect.getdoc(v) if inspect.isfunction(v) else None
+    if not doc:
+        return []  # a function without a docstring: its constraint is not known (write one; see validators.py)
+    line = doc.splitlines()[0].strip().rstrip(".")
+    # a sentence's capital ("Known roles only") reads as a phrase in the table; an acronym ("HTTP ...") stays
+    return [line[:1].lower() + line[1:] if line[1:2].islower() else line]
 
 
 @attrs.frozen
@@ -442,6 +400,8 @@ def render_config() -> str:
 
     # top level
     top_defaults = core.default_config_data()
+    for key, kind in core.DEFAULTED.items():  # unnamed in the core: the built-in plugins' offered default
+        top_defaults[key] = {"name": getattr(registries, kind).default().name}
     out += ["## Top level", "", class_summary(core.RagenConfig), "",
             "`env: NAME` (or `env: {name: NAME, options: {...}}`) is shorthand for a one-entry `envs` list. "
             "Component sections (`filter`, `estimator`, `trainer`) take a name or a mapping with `name` and the "
