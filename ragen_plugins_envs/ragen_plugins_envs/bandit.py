@@ -21,12 +21,12 @@ Decisions (where RAGEN is silent or loose):
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import attrs
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import number, one_of
 
 __all__ = ["TEST_PAIRS", "TRAIN_PAIRS", "BanditConfig", "BanditEnv"]
 
@@ -66,24 +66,6 @@ _INSTRUCTION = (
 )
 
 
-def _finite(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be a finite number, got {value}")
-
-
-def _one_of(*choices: str) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
-
-
-def _probability(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{attribute.name} must be in [0, 1], got {value}")
-
-
 @attrs.define
 class BanditConfig:
     """Options of :class:`BanditEnv` (RAGEN's defaults).
@@ -94,10 +76,10 @@ class BanditConfig:
     :ivar high_prob: probability that the high-risk arm pays.
     """
 
-    split: str = attrs.field(default="train", validator=_one_of("train", "test"))
-    low_reward: float = attrs.field(default=0.1, validator=_finite)
-    high_reward: float = attrs.field(default=1.0, validator=_finite)
-    high_prob: float = attrs.field(default=0.25, validator=[_finite, _probability])
+    split: str = attrs.field(default="train", validator=one_of("train", "test"))
+    low_reward: float = attrs.field(default=0.1, validator=number())
+    high_reward: float = attrs.field(default=1.0, validator=number())
+    high_prob: float = attrs.field(default=0.25, validator=number(0, 1))
 
 
 class BanditEnv(TextEnv):

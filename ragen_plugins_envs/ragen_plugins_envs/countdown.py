@@ -39,7 +39,6 @@ dataset (e.g. ``Jiayi-Pan/Countdown-Tasks-3to4``) read from JSONL (no dependency
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -51,6 +50,7 @@ import attrs
 import numpy as np
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import Constraint, constraint, integer, number, one_of
 
 __all__ = [
     "MAX_EXPRESSION_LENGTH",
@@ -352,46 +352,27 @@ def load_problems(path: str, *, split: str = "train", loader: str = "auto") -> t
 
 # --------------------------------------------------------------------------------------------- config and env
 
-def _int_range(lowest: int, highest: int | None = None, *, allow_int: bool = False) -> Any:
-    """Validator of an inclusive ``[low, high]`` integer range (or a single int when ``allow_int``)."""
+def _int_range(lowest: int, highest: int | None = None, *, allow_int: bool = False) -> Constraint:
+    """An inclusive ``[low, high]`` pair of integers within ``[lowest, highest]`` (or one such int when
+    ``allow_int``)."""
+    top = f" <= {highest}" if highest is not None else ""
+    pair = f"[low, high] with {lowest} <= low <= high{top}"
+    single = f"an integer in [{lowest}, {highest}]" if highest is not None else f"an integer >= {lowest}"
 
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def test(value: Any) -> bool:
         if allow_int and isinstance(value, int) and not isinstance(value, bool):
             value = (value, value)
         if not (isinstance(value, (list, tuple)) and len(value) == 2
                 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
-            shape = "an integer or [low, high]" if allow_int else "[low, high]"
-            raise ValueError(f"{attribute.name} must be {shape} integers, got {value!r}")
+            return False
         lo, hi = value
-        if lo > hi:
-            raise ValueError(f"{attribute.name} must be [low, high] with low <= high, got {list(value)}")
-        if lo < lowest or (highest is not None and hi > highest):
-            bound = f"[{lowest}, {highest}]" if highest is not None else f">= {lowest}"
-            raise ValueError(f"{attribute.name} must lie in {bound}, got {list(value)}")
+        return bool(lowest <= lo <= hi and (highest is None or hi <= highest))
 
-    return check
+    return constraint(f"{single} or {pair}" if allow_int else pair, test)
 
 
 def _as_pair(value: Any) -> tuple[int, int]:
     return (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
-
-
-def _expression_length(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_EXPRESSION_LENGTH_LIMIT:
-        raise ValueError(f"{attribute.name} must be an integer in [1, {MAX_EXPRESSION_LENGTH_LIMIT}], got {value!r}")
-
-
-def _finite(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
-
-
-def _one_of(*choices: str) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
 
 
 @attrs.define
@@ -415,10 +396,11 @@ class CountdownConfig:
     target_range: tuple[int, int] = attrs.field(default=(1, 99), validator=_int_range(-(10**12), 10**12))
     data_path: str | None = None
     data_split: str = "train"
-    loader: str = attrs.field(default="auto", validator=_one_of("auto", "jsonl", "datasets"))
-    max_expression_length: int = attrs.field(default=MAX_EXPRESSION_LENGTH, validator=_expression_length)
-    correct_reward: float = attrs.field(default=1.0, validator=_finite)
-    format_reward: float = attrs.field(default=0.1, validator=_finite)
+    loader: str = attrs.field(default="auto", validator=one_of("auto", "jsonl", "datasets"))
+    max_expression_length: int = attrs.field(default=MAX_EXPRESSION_LENGTH,
+                                              validator=integer(1, MAX_EXPRESSION_LENGTH_LIMIT))
+    correct_reward: float = attrs.field(default=1.0, validator=number())
+    format_reward: float = attrs.field(default=0.1, validator=number())
 
     def __attrs_post_init__(self) -> None:
         self.num_count = _as_pair(self.num_count)

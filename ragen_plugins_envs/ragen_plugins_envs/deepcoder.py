@@ -70,7 +70,6 @@ import functools
 import gzip
 import importlib.resources
 import json
-import math
 import re
 import threading
 import warnings
@@ -81,6 +80,7 @@ from typing import Any, ClassVar
 import attrs
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import integer, number, one_of
 from ragen_plugins_envs.sandbox import (
     MODES,
     CallTest,
@@ -498,29 +498,6 @@ def _with_prelude(prelude: str, code: str) -> str:
 
 # --------------------------------------------------------------------------------------------- config and env
 
-def _positive_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
-
-
-def _non_negative_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
-
-
-def _positive_number(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
-
-
-def _one_of(*choices: str) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
-
-
 @attrs.define
 class DeepCoderConfig:
     """Options of :class:`DeepCoderEnv`.
@@ -543,21 +520,21 @@ class DeepCoderConfig:
     :ivar sandbox_workers: parallel sandbox processes of the shared pool (0: one per CPU, at most 8).
     """
 
-    source: str = attrs.field(default="all", validator=_one_of(*SOURCES))
+    source: str = attrs.field(default="all", validator=one_of(*SOURCES))
     data_path: str | None = None
     data_split: str = "train"
-    loader: str = attrs.field(default="auto", validator=_one_of("auto", "jsonl", "datasets"))
-    max_tests: int = attrs.field(default=0, validator=_non_negative_int)
-    max_attempts: int = attrs.field(default=1, validator=_positive_int)
-    max_code_chars: int = attrs.field(default=MAX_CODE_CHARS, validator=_positive_int)
-    sandbox_mode: str = attrs.field(default="bwrap", validator=_one_of(*MODES))
-    timeout_s: float = attrs.field(default=5.0, validator=_positive_number)
-    cpu_s: float = attrs.field(default=5.0, validator=_positive_number)
-    memory_mb: int = attrs.field(default=1024, validator=_positive_int)
-    max_procs: int = attrs.field(default=32, validator=_positive_int)
-    total_memory_mb: int = attrs.field(default=0, validator=_non_negative_int)
-    max_output_bytes: int = attrs.field(default=1 << 20, validator=_positive_int)
-    sandbox_workers: int = attrs.field(default=0, validator=_non_negative_int)
+    loader: str = attrs.field(default="auto", validator=one_of("auto", "jsonl", "datasets"))
+    max_tests: int = attrs.field(default=0, validator=integer(0, note="0: all"))
+    max_attempts: int = attrs.field(default=1, validator=integer(1))
+    max_code_chars: int = attrs.field(default=MAX_CODE_CHARS, validator=integer(1))
+    sandbox_mode: str = attrs.field(default="bwrap", validator=one_of(*MODES))
+    timeout_s: float = attrs.field(default=5.0, validator=number(0, low_open=True))
+    cpu_s: float = attrs.field(default=5.0, validator=number(0, low_open=True))
+    memory_mb: int = attrs.field(default=1024, validator=integer(1))
+    max_procs: int = attrs.field(default=32, validator=integer(1))
+    total_memory_mb: int = attrs.field(default=0, validator=integer(0, note="0: twice memory_mb plus the private /tmp"))
+    max_output_bytes: int = attrs.field(default=1 << 20, validator=integer(1))
+    sandbox_workers: int = attrs.field(default=0, validator=integer(0, note="0: one per CPU, at most 8"))
 
     def __attrs_post_init__(self) -> None:
         if self.data_path is not None and not self.data_path.strip():

@@ -43,6 +43,7 @@ from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLakeEn
 
 from ragen_core.config import structure
 from ragen_core.env import TextEnv
+from ragen_core.validators import integer, number
 
 __all__ = ["ACTIONS", "DEFAULT_SYMBOLS", "FrozenLakeConfig", "FrozenLakeEnv", "FrozenLakeGenerationError",
            "generate_map", "shortest_path"]
@@ -88,6 +89,7 @@ def _merge_symbols(value: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _check_symbols(_inst: Any, attribute: attrs.Attribute, value: Mapping[str, str]) -> None:
+    """Known roles only, each with a different non-blank one-line symbol."""
     unknown = sorted(set(value) - set(DEFAULT_SYMBOLS))
     if unknown:
         raise ValueError(f"{attribute.name} has unknown roles {unknown}; the roles are {sorted(DEFAULT_SYMBOLS)}")
@@ -96,23 +98,6 @@ def _check_symbols(_inst: Any, attribute: attrs.Attribute, value: Mapping[str, s
             raise ValueError(f"{attribute.name}[{role!r}] must be a non-blank one-line string, got {sym!r}")
     if len(set(value.values())) != len(value):
         raise ValueError(f"{attribute.name} must give every role a different symbol, got {dict(value)}")
-
-
-def _check_probability(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{attribute.name} must be in [0, 1], got {value}")
-
-
-def _at_least(low: int) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: int) -> None:
-        if value < low:
-            raise ValueError(f"{attribute.name} must be >= {low}, got {value}")
-    return check
-
-
-def _check_size(_inst: Any, attribute: attrs.Attribute, value: int) -> None:
-    if not 2 <= value <= MAX_SIZE:
-        raise ValueError(f"{attribute.name} must be between 2 and {MAX_SIZE} (the map is size x size), got {value}")
 
 
 @attrs.define
@@ -128,15 +113,15 @@ class FrozenLakeConfig:
     :ivar max_generation_tries: maps drawn before :class:`FrozenLakeGenerationError`.
     """
 
-    size: int = attrs.field(default=4, validator=_check_size)
-    p: float = attrs.field(default=0.9, validator=_check_probability)
-    success_rate: float = attrs.field(default=0.8, validator=_check_probability)
-    max_actions_per_traj: int = attrs.field(default=10, validator=_at_least(1))
+    size: int = attrs.field(default=4, validator=integer(2, MAX_SIZE))
+    p: float = attrs.field(default=0.9, validator=number(0, 1))
+    success_rate: float = attrs.field(default=0.8, validator=number(0, 1))
+    max_actions_per_traj: int = attrs.field(default=10, validator=integer(1))
     render_mode: Literal["text", "coord", "grid_coord"] = attrs.field(
         default="text", validator=attrs.validators.in_(("text", "coord", "grid_coord")))
     symbols: dict[str, str] = attrs.field(factory=lambda: dict(DEFAULT_SYMBOLS), converter=_merge_symbols,
                                           validator=_check_symbols)
-    max_generation_tries: int = attrs.field(default=10_000, validator=_at_least(1))
+    max_generation_tries: int = attrs.field(default=10_000, validator=integer(1))
 
     @property
     def is_slippery(self) -> bool:

@@ -51,6 +51,7 @@ import attrs
 import numpy as np
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import integer, one_of
 
 __all__ = [
     "DIFFICULTIES",
@@ -676,19 +677,6 @@ def generate_problem(rng: np.random.Generator, difficulty: str = "mixed") -> Mat
 
 # --------------------------------------------------------------------------------------------- config and env
 
-def _one_of(*choices: str) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
-
-
-def _attempts(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 20:
-        raise ValueError(f"{attribute.name} must be an integer in [1, 20], got {value!r}")
-
-
 @attrs.define
 class MetaMathConfig:
     """Options of :class:`MetaMathEnv`.
@@ -702,9 +690,9 @@ class MetaMathConfig:
 
     data_path: str | None = None
     data_split: str = "train"
-    loader: str = attrs.field(default="auto", validator=_one_of("auto", "jsonl", "datasets"))
-    difficulty: str = attrs.field(default="mixed", validator=_one_of(*DIFFICULTIES))
-    max_attempts: int = attrs.field(default=3, validator=_attempts)
+    loader: str = attrs.field(default="auto", validator=one_of("auto", "jsonl", "datasets"))
+    difficulty: str = attrs.field(default="mixed", validator=one_of(*DIFFICULTIES))
+    max_attempts: int = attrs.field(default=3, validator=integer(1, 20))
 
     def __attrs_post_init__(self) -> None:
         if self.data_path is not None and not self.data_path.strip():

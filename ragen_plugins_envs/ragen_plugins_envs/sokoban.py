@@ -59,6 +59,7 @@ import numpy as np
 
 from ragen_core.config import structure
 from ragen_core.env import TextEnv
+from ragen_core.validators import constraint, integer, number
 
 __all__ = [
     "ACTIONS",
@@ -145,6 +146,7 @@ def _merge_symbols(value: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _check_symbols(_inst: Any, attribute: attrs.Attribute, value: Mapping[str, str]) -> None:
+    """Known roles only, each with a different non-blank one-line symbol."""
     unknown = sorted(set(value) - set(DEFAULT_SYMBOLS))
     if unknown:
         raise ValueError(f"{attribute.name} has unknown roles {unknown}; the roles are {sorted(DEFAULT_SYMBOLS)}")
@@ -155,22 +157,8 @@ def _check_symbols(_inst: Any, attribute: attrs.Attribute, value: Mapping[str, s
         raise ValueError(f"{attribute.name} must give every role a different symbol, got {dict(value)}")
 
 
-def _at_least(low: int) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: int) -> None:
-        if value < low:
-            raise ValueError(f"{attribute.name} must be >= {low}, got {value}")
-    return check
-
-
-def _check_dim_room(_inst: Any, attribute: attrs.Attribute, value: tuple[int, int]) -> None:
-    if len(value) != 2 or not all(MIN_DIM <= int(v) <= MAX_DIM for v in value):
-        raise ValueError(f"{attribute.name} must be (rows, cols) with each between {MIN_DIM} and {MAX_DIM} "
-                         f"(the border is wall), got {tuple(value)}")
-
-
-def _check_probability(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{attribute.name} must be in [0, 1], got {value}")
+_dim_room = constraint(f"(rows, cols), each in [{MIN_DIM}, {MAX_DIM}] (the border is wall)",
+                       lambda v: len(v) == 2 and all(MIN_DIM <= int(x) <= MAX_DIM for x in v))
 
 
 @attrs.define
@@ -195,19 +183,18 @@ class SokobanConfig:
         rewards alone.
     """
 
-    dim_room: tuple[int, int] = attrs.field(default=(6, 6), converter=tuple, validator=_check_dim_room)
-    num_boxes: int = attrs.field(default=1, validator=_at_least(1))
-    max_steps: int = attrs.field(default=100, validator=_at_least(1))
-    search_depth: int = attrs.field(default=30, validator=_at_least(1))
-    max_actions_per_traj: int = attrs.field(default=10, validator=_at_least(1))
+    dim_room: tuple[int, int] = attrs.field(default=(6, 6), converter=tuple, validator=_dim_room)
+    num_boxes: int = attrs.field(default=1, validator=integer(1))
+    max_steps: int = attrs.field(default=100, validator=integer(1))
+    search_depth: int = attrs.field(default=30, validator=integer(1))
+    max_actions_per_traj: int = attrs.field(default=10, validator=integer(1))
     render_mode: Literal["text", "coord", "grid_coord"] = attrs.field(
         default="text", validator=attrs.validators.in_(("text", "coord", "grid_coord")))
     symbols: dict[str, str] = attrs.field(factory=lambda: dict(DEFAULT_SYMBOLS), converter=_merge_symbols,
                                           validator=_check_symbols)
-    num_gen_steps: int | None = attrs.field(default=None,
-                                            validator=attrs.validators.optional(_at_least(1)))
-    p_change_directions: float = attrs.field(default=0.35, validator=_check_probability)
-    max_generation_tries: int = attrs.field(default=1000, validator=_at_least(1))
+    num_gen_steps: int | None = attrs.field(default=None, validator=attrs.validators.optional(integer(1)))
+    p_change_directions: float = attrs.field(default=0.35, validator=number(0, 1))
+    max_generation_tries: int = attrs.field(default=1000, validator=integer(1))
     reverse_search: Literal["dfs", "bfs"] = attrs.field(default="dfs", validator=attrs.validators.in_(("dfs", "bfs")))
     compute_optimal_moves: bool = True
     step_penalty: float = STEP_PENALTY

@@ -50,6 +50,7 @@ import attrs
 import numpy as np
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import integer, number, one_of
 
 __all__ = [
     "DIFFICULTY_FRACTIONS",
@@ -288,29 +289,6 @@ def parse_action(text: str) -> tuple[int, int, int] | None:
 
 # --------------------------------------------------------------------------------------------- config and env
 
-def _one_of(*choices: Any) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or value not in choices or type(value) is not type(choices[0]):
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
-
-
-def _finite(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
-
-
-def _optional_positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive integer or null, got {value!r}")
-
-
-def _bool(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{attribute.name} must be true or false, got {value!r}")
-
-
 @attrs.define
 class SudokuConfig:
     """Options of :class:`SudokuEnv`.
@@ -325,14 +303,14 @@ class SudokuConfig:
     :ivar solve_bonus: added when the grid is solved.
     """
 
-    size: int = attrs.field(default=4, validator=_one_of(4, 9))
-    difficulty: str = attrs.field(default="easy", validator=_one_of(*DIFFICULTY_FRACTIONS))
-    max_steps: int | None = attrs.field(default=None, validator=_optional_positive)
-    allow_overwrite: bool = attrs.field(default=False, validator=_bool)
-    correct_reward: float = attrs.field(default=1.0, validator=_finite)
-    valid_reward: float = attrs.field(default=0.5, validator=_finite)
-    invalid_reward: float = attrs.field(default=-0.1, validator=_finite)
-    solve_bonus: float = attrs.field(default=10.0, validator=_finite)
+    size: int = attrs.field(default=4, validator=one_of(4, 9))
+    difficulty: str = attrs.field(default="easy", validator=one_of(*DIFFICULTY_FRACTIONS))
+    max_steps: int | None = attrs.field(default=None, validator=attrs.validators.optional(integer(1)))
+    allow_overwrite: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    correct_reward: float = attrs.field(default=1.0, validator=number())
+    valid_reward: float = attrs.field(default=0.5, validator=number())
+    invalid_reward: float = attrs.field(default=-0.1, validator=number())
+    solve_bonus: float = attrs.field(default=10.0, validator=number())
 
 
 class SudokuEnv(TextEnv):

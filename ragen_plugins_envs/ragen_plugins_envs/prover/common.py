@@ -48,7 +48,6 @@ on ``||`` into separate actions, so a turn "intros n || simpl" makes two steps.
 from __future__ import annotations
 
 import json
-import math
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ from typing import Any, ClassVar, Literal, Protocol
 import attrs
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import constraint, integer, number
 
 __all__ = [
     "OUTCOME_KINDS",
@@ -238,26 +238,8 @@ def _clip(text: str, limit: int = _MESSAGE_CHARS) -> str:
 
 # --------------------------------------------------------------------------------------------- config
 
-def _finite(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
-
-
-def _positive_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
-
-
-def _bool(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{attribute.name} must be true or false, got {value!r}")
-
-
-def _optional_names(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
-        raise ValueError(f"{attribute.name} must be null or a non-empty list of theorem names, got {value!r}")
+_theorem_names = constraint("a non-empty list of theorem names", lambda v: isinstance(v, (list, tuple)) and bool(v)
+                            and all(isinstance(name, str) and name for name in v))
 
 
 @attrs.define(kw_only=True)
@@ -280,18 +262,18 @@ class ProverConfig:
     """
 
     theorems_path: str | None = None
-    theorem_names: list[str] | None = attrs.field(default=None, validator=_optional_names)
+    theorem_names: list[str] | None = attrs.field(default=None, validator=attrs.validators.optional(_theorem_names))
     topic: str = ""
-    max_steps: int = attrs.field(default=20, validator=_positive_int)
-    max_action_chars: int = attrs.field(default=400, validator=_positive_int)
-    step_penalty: float = attrs.field(default=-0.1, validator=_finite)
-    valid_step_reward: float = attrs.field(default=1.0, validator=_finite)
-    invalid_step_reward: float = attrs.field(default=-1.0, validator=_finite)
-    success_reward: float = attrs.field(default=10.0, validator=_finite)
-    timeout_penalty: float = attrs.field(default=-1.0, validator=_finite)
-    max_steps_penalty: float = attrs.field(default=-2.0, validator=_finite)
-    prover_error_reward: float = attrs.field(default=0.0, validator=_finite)
-    reward_repeated_states: bool = attrs.field(default=False, validator=_bool)
+    max_steps: int = attrs.field(default=20, validator=integer(1))
+    max_action_chars: int = attrs.field(default=400, validator=integer(1))
+    step_penalty: float = attrs.field(default=-0.1, validator=number())
+    valid_step_reward: float = attrs.field(default=1.0, validator=number())
+    invalid_step_reward: float = attrs.field(default=-1.0, validator=number())
+    success_reward: float = attrs.field(default=10.0, validator=number())
+    timeout_penalty: float = attrs.field(default=-1.0, validator=number())
+    max_steps_penalty: float = attrs.field(default=-2.0, validator=number())
+    prover_error_reward: float = attrs.field(default=0.0, validator=number())
+    reward_repeated_states: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 def select_theorems(all_theorems: Sequence[Theorem], cfg: ProverConfig) -> tuple[Theorem, ...]:

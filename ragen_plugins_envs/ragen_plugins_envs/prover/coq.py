@@ -60,6 +60,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from ragen_core.validators import constraint, integer, number
 from ragen_plugins_envs.prover.common import (
     ProverConfig,
     StepOutcome,
@@ -312,6 +313,10 @@ def count_goals(display: str) -> int:
     return int(match.group(1)) if match else -1
 
 
+_memory_limit = constraint("0 (no limit) or an integer >= 256", lambda v: isinstance(v, int)
+                           and not isinstance(v, bool) and (v == 0 or v >= 256))
+
+
 @attrs.define(kw_only=True)
 class CoqConfig(ProverConfig):
     """Options of :class:`CoqEnv` (the reward and theorem options are those of :class:`ProverConfig`).
@@ -326,26 +331,11 @@ class CoqConfig(ProverConfig):
     """
 
     coqtop: str = "coqtop"
-    tactic_timeout: int = attrs.field(default=5)
-    hard_timeout_grace: float = attrs.field(default=5.0)
-    memory_limit_mb: int = attrs.field(default=2048)
+    tactic_timeout: int = attrs.field(default=5, validator=integer(1, 3600))
+    hard_timeout_grace: float = attrs.field(default=5.0, validator=number(0, 3600, low_open=True))
+    memory_limit_mb: int = attrs.field(default=2048, validator=_memory_limit)
     preamble: list[str] | None = None
     check_assumptions: bool = False
-
-    @tactic_timeout.validator
-    def _check_timeout(self, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3600:
-            raise ValueError(f"{attribute.name} must be an integer number of seconds in 1..3600, got {value!r}")
-
-    @hard_timeout_grace.validator
-    def _check_grace(self, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
-            raise ValueError(f"{attribute.name} must be a number of seconds in (0, 3600], got {value!r}")
-
-    @memory_limit_mb.validator
-    def _check_memory(self, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not (value == 0 or value >= 256):
-            raise ValueError(f"{attribute.name} must be 0 (no limit) or at least 256, got {value!r}")
 
 
 @dataclass(frozen=True)

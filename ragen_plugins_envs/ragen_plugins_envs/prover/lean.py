@@ -66,6 +66,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from ragen_core.validators import constraint, integer, number, one_of
 from ragen_plugins_envs.prover.common import (
     ProverConfig,
     StepOutcome,
@@ -427,33 +428,9 @@ def _cached_theorems(path: str) -> tuple[Theorem, ...]:
 
 # --------------------------------------------------------------------------------------------- env
 
-def _in(*choices: Any) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
-
-
-def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86_400:
-        raise ValueError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
-
-
-def _retries(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 20:
-        raise ValueError(f"{attribute.name} must be an integer in 0..20, got {value!r}")
-
-
-def _backoff(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 60:
-        raise ValueError(f"{attribute.name} must be a number of seconds in 0..60, got {value!r}")
-
-
-def _url(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _is_http_url(value: Any) -> bool:
     parts = urlsplit(value) if isinstance(value, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{attribute.name} must be an http(s)://host[:port] URL, got {value!r}")
+    return parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 @attrs.define(kw_only=True)
@@ -478,18 +455,19 @@ class LeanConfig(ProverConfig):
     :ivar query_initial_goals: ask the server for the goals at reset (else the statement stands for them).
     """
 
-    server_url: str = attrs.field(default="http://127.0.0.1:8000", validator=_url)
+    server_url: str = attrs.field(default="http://127.0.0.1:8000",
+                                  validator=constraint("an http(s)://host[:port] URL", _is_http_url))
     use_double: bool = False
-    api: str = attrs.field(default="check", validator=_in("check", "verify"))
+    api: str = attrs.field(default="check", validator=one_of("check", "verify"))
     api_key: str | None = None
-    request_timeout: int = attrs.field(default=30, validator=_positive)
-    http_timeout: float = attrs.field(default=60.0, validator=_positive)
-    max_retries: int = attrs.field(default=2, validator=_retries)
-    retry_backoff: float = attrs.field(default=0.5, validator=_backoff)
+    request_timeout: int = attrs.field(default=30, validator=number(0, 86_400, low_open=True))
+    http_timeout: float = attrs.field(default=60.0, validator=number(0, 86_400, low_open=True))
+    max_retries: int = attrs.field(default=2, validator=integer(0, 20))
+    retry_backoff: float = attrs.field(default=0.5, validator=number(0, 60))
     infotree: str | None = attrs.field(
-        default=None, validator=_in(None, "original", "synthetic", "tactics", "full", "substantive"))
-    server_cooldown: float = attrs.field(default=5.0, validator=_backoff)
-    goal_probe: str = attrs.field(default="all_goals sorry", validator=_in(*GOAL_PROBES))
+        default=None, validator=one_of(None, "original", "synthetic", "tactics", "full", "substantive"))
+    server_cooldown: float = attrs.field(default=5.0, validator=number(0, 60, note="0: off"))
+    goal_probe: str = attrs.field(default="all_goals sorry", validator=one_of(*GOAL_PROBES))
     header: str | None = None
     query_initial_goals: bool = True
 

@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 import attrs
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import integer, number, one_of
 from ragen_plugins_envs.searchqa.client import RetrievalClient, RetrievalError, SearchResult
 from ragen_plugins_envs.searchqa.corpus import Corpus, load_corpus
 from ragen_plugins_envs.searchqa.questions import (
@@ -92,27 +93,6 @@ _ACTION_RE = re.compile(r"\s*(search|finish)\s*\[(.*)\]\s*", re.IGNORECASE | re.
 
 # ------------------------------------------------------------------------------------------------ config
 
-def _one_of(*choices: str) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
-
-
-def _int_in(lo: int, hi: int) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise ValueError(f"{attribute.name} must be an integer in [{lo}, {hi}], got {value!r}")
-
-    return check
-
-
-def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 600:
-        raise ValueError(f"{attribute.name} must be a number of seconds in (0, 600], got {value!r}")
-
-
 @attrs.define
 class SearchQAConfig:
     """Options of :class:`SearchQAEnv` (see the module docstring).
@@ -133,13 +113,13 @@ class SearchQAConfig:
     server_url: str | None = None
     questions: str = "generated"
     corpus: str | None = None
-    hops: str = attrs.field(default="mixed", validator=_one_of(*HOPS))
-    retriever: str = attrs.field(default="bm25", validator=_one_of(*RETRIEVERS))
-    top_k: int = attrs.field(default=5, validator=_int_in(1, 50))
-    max_obs_chars: int = attrs.field(default=4000, validator=_int_in(200, 100_000))
-    max_steps: int = attrs.field(default=10, validator=_int_in(1, 100))
-    timeout_s: float = attrs.field(default=10.0, validator=_positive)
-    retries: int = attrs.field(default=2, validator=_int_in(0, 10))
+    hops: str = attrs.field(default="mixed", validator=one_of(*HOPS))
+    retriever: str = attrs.field(default="bm25", validator=one_of(*RETRIEVERS))
+    top_k: int = attrs.field(default=5, validator=integer(1, 50))
+    max_obs_chars: int = attrs.field(default=4000, validator=integer(200, 100_000))
+    max_steps: int = attrs.field(default=10, validator=integer(1, 100))
+    timeout_s: float = attrs.field(default=10.0, validator=number(0, 600, low_open=True))
+    retries: int = attrs.field(default=2, validator=integer(0, 10))
     cache_dir: str | None = None
 
     def __attrs_post_init__(self) -> None:

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import attrs
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import constraint, integer, number, one_of
 from ragen_plugins_envs.webshop.catalog import Catalog, get_catalog
 from ragen_plugins_envs.webshop.engine import WebShopEngine
 from ragen_plugins_envs.webshop.goals import Goal, GoalPool
@@ -56,42 +57,8 @@ def parse_action(text: Any) -> tuple[str, str] | None:
     return match.group(1).lower(), match.group(2)
 
 
-def _one_of(*choices: str) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-
-    return check
-
-
-def _positive_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
-
-
-def _optional_positive_int(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None:
-        _positive_int(inst, attribute, value)
-
-
-def _int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{attribute.name} must be an integer, got {value!r}")
-
-
-def _bool(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{attribute.name} must be true or false, got {value!r}")
-
-
-def _fraction(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
-        raise ValueError(f"{attribute.name} must be a number strictly between 0 and 1, got {value!r}")
-
-
-def _catalog_source(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{attribute.name} must be 'generated' or a path to WebShop's product files, got {value!r}")
+_catalog_source = constraint("'generated' or a path to WebShop's product files",
+                             lambda v: isinstance(v, str) and bool(v.strip()))
 
 
 @attrs.define
@@ -113,17 +80,18 @@ class WebShopConfig:
     """
 
     catalog: str = attrs.field(default="generated", validator=_catalog_source)
-    num_products: int | None = attrs.field(default=1000, validator=_optional_positive_int)
-    seed: int = attrs.field(default=0, validator=_int)
-    max_actions_per_traj: int = attrs.field(default=9, validator=_positive_int)
-    results_per_page: int = attrs.field(default=10, validator=_positive_int)
-    search_return_n: int = attrs.field(default=SEARCH_RETURN_N, validator=_positive_int)
-    observation_mode: str = attrs.field(default="text", validator=_one_of("text", "text_rich"))
-    show_available_actions: bool = attrs.field(default=True, validator=_bool)
-    show_attrs: bool = attrs.field(default=False, validator=_bool)
-    human_goals: bool = attrs.field(default=True, validator=_bool)
-    split: str = attrs.field(default="all", validator=_one_of("all", "train", "test"))
-    test_fraction: float = attrs.field(default=0.1, validator=_fraction)
+    num_products: int | None = attrs.field(  # attrs' stubs take the field's type from the int default
+        default=1000, validator=attrs.validators.optional(integer(1)))  # type: ignore[arg-type]
+    seed: int = attrs.field(default=0, validator=integer())
+    max_actions_per_traj: int = attrs.field(default=9, validator=integer(1))
+    results_per_page: int = attrs.field(default=10, validator=integer(1))
+    search_return_n: int = attrs.field(default=SEARCH_RETURN_N, validator=integer(1))
+    observation_mode: str = attrs.field(default="text", validator=one_of("text", "text_rich"))
+    show_available_actions: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    show_attrs: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    human_goals: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    split: str = attrs.field(default="all", validator=one_of("all", "train", "test"))
+    test_fraction: float = attrs.field(default=0.1, validator=number(0, 1, low_open=True, high_open=True))
 
 
 class WebShopEnv(TextEnv):
