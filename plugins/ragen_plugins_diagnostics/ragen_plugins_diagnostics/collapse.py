@@ -85,6 +85,8 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 
+from ragen_core.validators import integer, number
+
 __all__ = [
     "FAMILIES",
     "REGIMES",
@@ -108,32 +110,8 @@ STD_EPS = 1e-3
 TOP_K: tuple[int, ...] = (2, 4, 8)
 
 
-def _positive_int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"'{attribute.name}' must be an integer >= 1: {value!r}")
-
-
-def _int(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"'{attribute.name}' must be an integer >= 0: {value!r}")
-
-
-def _decay(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
-        raise ValueError(f"'{attribute.name}' must be in [0, 1): {value!r}")
-
-
-def _non_negative(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
-        raise ValueError(f"'{attribute.name}' must be a finite number >= 0: {value!r}")
-
-
-def _fraction(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
-        raise ValueError(f"'{attribute.name}' must be in (0, 1]: {value!r}")
-
-
 def _families(_inst: Any, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+    """At least one family, none repeated."""
     if not value:
         raise ValueError(f"'{attribute.name}' must name at least one of {', '.join(map(repr, FAMILIES))}")
     for v in value:
@@ -141,13 +119,6 @@ def _families(_inst: Any, attribute: attrs.Attribute, value: tuple[str, ...]) ->
             raise ValueError(f"'{attribute.name}' must hold only {', '.join(map(repr, FAMILIES))}: {v!r}")
     if len(set(value)) != len(value):
         raise ValueError(f"'{attribute.name}' must not repeat a family: {list(value)}")
-
-
-def _one_of(*options: str) -> Any:
-    def check(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in options:
-            raise ValueError(f"'{attribute.name}' must be one of {', '.join(map(repr, options))}: {value!r}")
-    return check
 
 
 @attrs.frozen(kw_only=True)
@@ -165,14 +136,14 @@ class CollapseConfig:
     :ivar regime_mi: which MI estimate the regime uses: ``seq`` (default) or ``token``.
     """
 
-    pairs: int = attrs.field(default=64, validator=_positive_int)
+    pairs: int = attrs.field(default=64, validator=integer(1))
     families: tuple[Family, ...] = attrs.field(default=FAMILIES, converter=tuple, validator=_families)
-    seed: int = attrs.field(default=0, validator=_int)
-    ema_decay: float = attrs.field(default=0.9, validator=_decay)
-    batch_size: int = attrs.field(default=16, validator=_positive_int)
-    entropy_threshold: float = attrs.field(default=0.5, validator=_non_negative)
-    mi_fraction_threshold: float = attrs.field(default=0.5, validator=_fraction)
-    regime_mi: Literal["seq", "token"] = attrs.field(default="seq", validator=_one_of("seq", "token"))
+    seed: int = attrs.field(default=0, validator=integer(0))
+    ema_decay: float = attrs.field(default=0.9, validator=number(0, 1, high_open=True))
+    batch_size: int = attrs.field(default=16, validator=integer(1))
+    entropy_threshold: float = attrs.field(default=0.5, validator=number(0))
+    mi_fraction_threshold: float = attrs.field(default=0.5, validator=number(0, 1, low_open=True))
+    regime_mi: Literal["seq", "token"] = attrs.field(default="seq", validator=attrs.validators.in_(("seq", "token")))
 
 
 # --------------------------------------------------------------------------------------------- the formulas
