@@ -7,13 +7,14 @@ from typing import Any
 import attrs
 
 from ragen_core.protocols import FilterResult
+from ragen_core.validators import integer
 
 
 @attrs.define
 class AnySuccessConfig:
     """``min_successes``: how many successes a group needs to be kept."""
 
-    min_successes: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    min_successes: int = attrs.field(default=1, validator=integer(1))
 
 
 class AnySuccessFilter:

@@ -7,14 +7,15 @@ from typing import Any
 import attrs
 
 from ragen_core.env import TextEnv
+from ragen_core.validators import integer
 
 
 @attrs.define
 class GuessConfig:
     """``high``: numbers are 1..high; ``max_guesses``: guesses per episode."""
 
-    high: int = attrs.field(default=16, validator=attrs.validators.ge(2))
-    max_guesses: int = attrs.field(default=5, validator=attrs.validators.ge(1))
+    high: int = attrs.field(default=16, validator=integer(2))
+    max_guesses: int = attrs.field(default=5, validator=integer(1))
 
 
 class GuessNumberEnv(TextEnv):
