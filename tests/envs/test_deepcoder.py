@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import ragen_plugins_envs.deepcoder as deepcoder_module
 import ragen_plugins_envs.sandbox as sandbox_module
 import ragen_plugins_envs.sandbox.probe as sandbox_probe
-from ragen_core.checks import check_env
+from ragen_core.checks import check_env, fuzz_env
 from ragen_core.errors import ConfigError
 from ragen_core.registry import EnvRegistry
 from ragen_plugins_envs.deepcoder import (
@@ -491,17 +491,14 @@ NEAR_CODE = st.text(alphabet="abcxyz_0123456789()[]{}+-*/%=<>:,.'\" \n\tdefimpor
 
 
 def fuzz(env: DeepCoderEnv, seed: int, actions: list[str]) -> None:
-    env.reset(seed=seed)
-    for action in actions:
-        before = env.render()
-        obs, reward, terminated, truncated, info = env.step(action)
-        assert isinstance(obs, str) and type(reward) is float and math.isfinite(reward) and 0.0 <= reward <= 1.0
-        assert type(terminated) is bool and type(truncated) is bool
+    def check(_action: str, step: tuple[Any, ...], before: str) -> None:
+        _obs, reward, terminated, _truncated, info = step  # the contract's types: fuzz_env checks them
+        assert 0.0 <= reward <= 1.0
         assert all(type(info[k]) is bool for k in ("success", "action_is_valid", "action_is_effective"))
         if not info["action_is_valid"]:
             assert reward == 0.0 and (terminated or env.render() == before)
-        if terminated:
-            env.reset(seed=seed)
+
+    fuzz_env(env, actions, seed=seed, check=check)
 
 
 ACTIONS = st.lists(st.one_of(st.text(), NEAR_CODE), min_size=50, max_size=50)

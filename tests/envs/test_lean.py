@@ -33,6 +33,7 @@ from ragen_plugins_envs.prover.lean import (
     normalize_statement,
 )
 from ragen_plugins_envs.registration_prover import register_prover_envs
+from tests.envs.prover_support import fuzz_prover
 from tests.http_server import background_server
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
@@ -498,32 +499,17 @@ NEAR_VALID = st.lists(st.sampled_from([
 ACTIONS = st.lists(st.one_of(st.text(max_size=60), NEAR_VALID), min_size=50, max_size=50)
 
 
-def run_actions(env: LeanEnv, seed: int, actions: list[str]) -> None:
-    env.reset(seed=seed % 1000)
-    for action in actions:
-        before = env.render()
-        obs, reward, terminated, truncated, info = env.step(action)
-        assert isinstance(obs, str) and type(reward) is float and math.isfinite(reward)
-        assert type(terminated) is bool and type(truncated) is bool and not info["prover_error"], info
-        if not info["action_is_valid"]:
-            assert math.isclose(reward, -1.1) and env.render() == before
-        else:
-            assert any(math.isclose(reward, r) for r in (0.9, -0.1, -1.1, -2.1, 10.9)), (action, reward)
-        if terminated or truncated:
-            env.reset(seed=seed % 1000)
-
-
 @pytest.mark.slow
 @FUZZ
 @given(seed=st.integers(0, 2**32 - 1), actions=ACTIONS)
 def test_fuzz_10000_actions_never_raise(env: LeanEnv, seed: int, actions: list[str]) -> None:
-    run_actions(env, seed, actions)
+    fuzz_prover(env, seed, actions)
 
 
 @FUZZ_QUICK
 @given(seed=st.integers(0, 2**32 - 1), actions=ACTIONS)
 def test_fuzz_actions_never_raise(env: LeanEnv, seed: int, actions: list[str]) -> None:
-    run_actions(env, seed, actions)
+    fuzz_prover(env, seed, actions)
 
 
 def test_no_dynamic_code_execution_in_the_modules() -> None:

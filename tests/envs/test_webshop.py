@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gymnasium
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragen_core.checks import check_env
+from ragen_core.checks import check_env, fuzz_env
 from ragen_core.env import register_gymnasium_envs
 from ragen_core.errors import ConfigError
 from ragen_core.registry import EnvRegistry, Registries
@@ -448,33 +450,37 @@ _SUFFIXES = ["]", "", "]]", " ] ", "][x]"]
        seed=st.integers(0, 2**31 - 1))
 def test_fuzz_random_actions_never_break_the_env(texts: list[str], rnd: random.Random, seed: int) -> None:
     # each drawn string is sent as is, wrapped as a near-valid action, or as a search query; some steps take an
-    # available action instead so that every page gets fuzzed
+    # available action instead so that every page gets fuzzed. fuzz_env draws the actions one at a time, each just
+    # before its step, so the generator reads the page the env is on.
     env = _FUZZ_ENV
-    env.reset(seed=seed)
-    episode = 0
-    for text in texts:
-        kind = rnd.randrange(5)
-        if kind == 0:
-            action = text
-        elif kind == 1:
-            action = rnd.choice(_PREFIXES) + text + rnd.choice(_SUFFIXES)
-        elif kind == 2:
-            element = rnd.choice(_ELEMENTS)
-            action = f"click[{element.upper() if rnd.random() < 0.5 else element}]"
-        else:
-            available = env.available_actions() or ["click[nothing]"]
-            query = text if kind == 3 else rnd.choice(_WORDS)
-            action = rnd.choice(available).replace("<content>", query)
-        before, was_done = env.render(), env.engine.done
-        obs, reward, terminated, truncated, info = env.step(action)
-        assert isinstance(obs, str) and isinstance(reward, float) and truncated is False
-        assert set(info) >= {"success", "action_is_valid", "action_is_effective"}
+    was_done: list[bool] = []
+
+    def actions() -> Iterator[str]:
+        for text in texts:
+            kind = rnd.randrange(5)
+            if kind == 0:
+                action = text
+            elif kind == 1:
+                action = rnd.choice(_PREFIXES) + text + rnd.choice(_SUFFIXES)
+            elif kind == 2:
+                element = rnd.choice(_ELEMENTS)
+                action = f"click[{element.upper() if rnd.random() < 0.5 else element}]"
+            else:
+                available = env.available_actions() or ["click[nothing]"]
+                query = text if kind == 3 else rnd.choice(_WORDS)
+                action = rnd.choice(available).replace("<content>", query)
+            was_done.append(env.engine.done)
+            yield action
+
+    def check(_action: str, step: tuple[Any, ...], before: str) -> None:
+        obs, reward, terminated, truncated, info = step  # the contract's types: fuzz_env checks them
+        assert truncated is False
         if not info["action_is_valid"]:
-            assert obs == before == env.render() and reward == 0.0 and terminated == was_done
+            assert obs == before == env.render() and reward == 0.0 and terminated == was_done[-1]
             assert not info["action_is_effective"] and not info["success"]
         else:
             assert 0.0 <= reward <= 1.0 and obs == env.render()
         if terminated:
             assert info["success"] == (info["action_is_valid"] and reward == 1.0)
-            episode += 1
-            env.reset(seed=seed + episode)
+
+    fuzz_env(env, actions(), seed=seed, check=check)
