@@ -9,7 +9,9 @@ Fixtures (all isolated from the plugins installed in the environment):
 
 Checks (plain functions, usable outside pytest too): :func:`check_env`, :func:`check_filter`,
 :func:`check_estimator`, :func:`check_diagnostic`, and :func:`fuzz_env` (send any actions, e.g. drawn by
-hypothesis, and assert the contract on every step) — see :mod:`ragen_core.checks`.
+hypothesis, and assert the contract on every step; ``check=`` adds the env's own assertions) — see
+:mod:`ragen_core.checks`. ``fuzz_env`` takes each action from its iterable just before that action's step, so a
+generator may draw the next action from the env's current state (``env.available_actions()``).
 
 A third-party plugin's test suite typically reads::
 
