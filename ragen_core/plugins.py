@@ -132,6 +132,29 @@ def build_plugin_manager(config: Any = None, *, environ: Mapping[str, str] | Non
     trace = bool(getattr(pconf, "trace", False)) or _truthy(environ.get("RAGEN_TRACE_HOOKS"))
 
     pm = RagenPluginManager()
+    by_name = _load_entry_points(pm, disabled, autoload, allow)
+    _load_allowed_modules(pm, allow, by_name, disabled)
+    for obj in plugins:
+        pm.register(obj)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        name = pm.get_name(exc.plugin) or "?"
+        raise PluginLoadError(f"plugin {name!r} ({pm.info(name).origin()}) implements unknown hooks: {exc}",
+                              hint="hook names start with 'ragen_'; see docs/hooks.md for the list") from exc
+    _check_required(pm, list(getattr(pconf, "required", []) or []))
+    if trace:
+        from ragen_core.log import get_logger
+
+        logger = get_logger("ragen.hooks")
+        pm.trace.root.setwriter(lambda msg: logger.debug("hook", trace=msg.rstrip()))
+        pm.enable_tracing()
+    return pm
+
+
+def _load_entry_points(pm: RagenPluginManager, disabled: set[str], autoload: bool,
+                       allow: list[str]) -> dict[str, Any]:
+    """Register the ``ragen`` entry points (sorted, each blocked, skipped or loaded); returns them by name."""
     eps = sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value))
     by_name = {ep.name: ep for ep in eps}
     for ep in eps:
@@ -158,6 +181,12 @@ def build_plugin_manager(config: Any = None, *, environ: Mapping[str, str] | Non
                                        f"RAGEN_DISABLE_PLUGINS={ep.name}") from exc
         pm.infos[ep.name] = info
         pm.register(obj, name=ep.name)
+    return by_name
+
+
+def _load_allowed_modules(pm: RagenPluginManager, allow: list[str], by_name: dict[str, Any],
+                          disabled: set[str]) -> None:
+    """Register the modules ``RAGEN_PLUGINS`` names that are not entry points (a plugin under development)."""
     for name in allow:
         if name in by_name or name in disabled:
             continue
@@ -169,22 +198,6 @@ def build_plugin_manager(config: Any = None, *, environ: Mapping[str, str] | Non
                                   hint=f"installed entry points: {', '.join(by_name) or 'none'}") from exc
         pm.infos[name] = PluginInfo(name=name, entry_point=f"module {name}")
         pm.register(module, name=name)
-    for obj in plugins:
-        pm.register(obj)
-    try:
-        pm.check_pending()
-    except pluggy.PluginValidationError as exc:
-        name = pm.get_name(exc.plugin) or "?"
-        raise PluginLoadError(f"plugin {name!r} ({pm.info(name).origin()}) implements unknown hooks: {exc}",
-                              hint="hook names start with 'ragen_'; see docs/hooks.md for the list") from exc
-    _check_required(pm, list(getattr(pconf, "required", []) or []))
-    if trace:
-        from ragen_core.log import get_logger
-
-        logger = get_logger("ragen.hooks")
-        pm.trace.root.setwriter(lambda msg: logger.debug("hook", trace=msg.rstrip()))
-        pm.enable_tracing()
-    return pm
 
 
 def _check_required(pm: RagenPluginManager, required: list[str]) -> None:
