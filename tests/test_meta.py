@@ -76,8 +76,11 @@ STARPO = ROOT / "ragen_core" / "starpo"  # the shared StarPO layer (rollout, cha
 #: catalogue guide at registration with ``ragen envs --long`` (issue #16: both only the core can provide), and the 13
 #: lines of imports and headers that splitting config.py into structuring, overrides and config costs (issue #16);
 #: ppo.py (36 lines) then moved to the StarPO layer, so the framework aim is back to 2110; anything else that grows
-#: the core needs a reason of the same kind
-FRAMEWORK_AIM, CORE_AIM = 2110, 2720
+#: the core needs a reason of the same kind. Session 14 (issue #16) added 136: the shared validators module the
+#: plugins use instead of 30 private copies (~50), default components offered at registration with the one loader
+#: that reads a trainer's preset for every command (~45), and the def lines and arguments of the helpers that bring
+#: every core function under 60 lines (~40)
+FRAMEWORK_AIM, CORE_AIM = 2250, 2870
 
 
 def test_core_is_small() -> None:
