@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from ragen_core.errors import suggest
 from ragen_core.structuring import short_repr
 
 __all__ = ["Constraint", "constraint", "integer", "number", "one_of"]
@@ -34,10 +35,12 @@ class Constraint:
 
     :ivar description: what the value must be, read after "must be" ("an integer >= 1").
     :ivar test: the check; an exception it raises (a comparison with a wrong type) counts as a failed check.
+    :ivar choices: names a refused string is compared with, to add "(did you mean 'x'?)" (:func:`one_of`'s).
     """
 
     description: str
     test: Callable[[Any], bool]
+    choices: tuple[str, ...] = ()
 
     def __call__(self, _inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         try:
@@ -45,7 +48,9 @@ class Constraint:
         except (TypeError, ValueError, AttributeError):
             ok = False
         if not ok:
-            raise ValueError(f"'{attribute.name}' must be {self.description}: {short_repr(value)}")
+            close = suggest(value, self.choices) if self.choices and isinstance(value, str) else None
+            raise ValueError(f"'{attribute.name}' must be {self.description}: {short_repr(value)}"
+                             + (f" (did you mean {close!r}?)" if close else ""))
 
     def __repr__(self) -> str:
         return f"<constraint: {self.description}>"
@@ -102,9 +107,11 @@ def number(low: float | None = None, high: float | None = None, *, low_open: boo
 
 def one_of(*choices: Any) -> Constraint:
     """One of ``choices``: equal to one and of its type, so ``one_of("a", "b")`` refuses ``1``, ``one_of(4, 9)``
-    refuses ``4.0`` and ``True``, and ``one_of(None, "x")`` accepts None."""
+    refuses ``4.0`` and ``True``, and ``one_of(None, "x")`` accepts None. A refused string close to a choice gets
+    "(did you mean 'x'?)" in the message."""
     options = tuple(choices)
-    return Constraint(f"one of {', '.join(map(repr, options))}", lambda v: any(_same(v, c) for c in options))
+    return Constraint(f"one of {', '.join(map(repr, options))}", lambda v: any(_same(v, c) for c in options),
+                      tuple(c for c in options if isinstance(c, str)))
 
 
 def _same(value: Any, choice: Any) -> bool:

@@ -1,8 +1,8 @@
 """Validated options of the rollout filters (attrs classes; every field has a validator).
 
 A config file selects a filter and its options with ``filter: {name: top_p, value: 0.9, metric: reward_variance}``.
-An option out of range fails when the config is resolved, with the full key path (``filter.value: must be in
-(0, 1]: 1.5``).
+An option out of range fails when the config is resolved, with the full key path (``filter.value: must be a number
+in (0, 1]: 1.5``).
 
 Shared options of the selecting filters (``top_p``, ``top_k``, ``top_k_abs``, ``min_p``):
 
@@ -23,13 +23,12 @@ Shared options of the selecting filters (``top_p``, ``top_k``, ``top_k_abs``, ``
 
 from __future__ import annotations
 
-import math
 import typing
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
-from ragen_core.registry import suggest
+from ragen_core.validators import integer, number, one_of
 
 __all__ = [
     "DynamicSamplingConfig",
@@ -60,43 +59,10 @@ LOSS_SCALES: tuple[str, ...] = typing.get_args(LossScale)
 TOP_P_MODES: tuple[str, ...] = typing.get_args(TopPMode)
 
 
-class _OneOf:
-    """attrs validator: the value is one of ``options`` (the message names the field and suggests the nearest)."""
-
-    def __init__(self, options: tuple[str, ...]) -> None:
-        self.options = options
-
-    def __call__(self, _inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in self.options:
-            close = suggest(str(value), list(self.options))
-            extra = f" (did you mean {close!r}?)" if close else ""
-            raise ValueError(f"'{attribute.name}' must be one of {', '.join(map(repr, self.options))}: "
-                             f"{value!r}{extra}")
-
-    def __repr__(self) -> str:
-        return f"<one of {self.options!r}>"
-
-
-def _unit_interval(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
-    """``value`` in (0, 1] (NaN fails)."""
-    if not 0.0 < value <= 1.0:
-        raise ValueError(f"'{attribute.name}' must be in (0, 1]: {value}")
-
-
-def _at_least_one(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
-    """A finite ``value >= 1``."""
-    if not (math.isfinite(value) and value >= 1.0):
-        raise ValueError(f"'{attribute.name}' must be a finite number >= 1: {value}")
-
-
-def _finite_non_negative(_inst: Any, attribute: attrs.Attribute, value: float) -> None:
-    if not (math.isfinite(value) and value >= 0.0):
-        raise ValueError(f"'{attribute.name}' must be a finite number >= 0: {value}")
-
-
-def _positive_int(_inst: Any, attribute: attrs.Attribute, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"'{attribute.name}' must be an integer >= 1: {value!r}")
+_unit_interval = number(0, 1, low_open=True)
+_at_least_one = number(1)
+_finite_non_negative = number(0)
+_positive_int = integer(1)
 
 
 _bool = attrs.validators.instance_of(bool)
@@ -109,7 +75,7 @@ class NoFilterConfig:
     :ivar metric: the per-group score whose zeros ``rollout/filter_zero_count`` counts (see the module docstring).
     """
 
-    metric: Metric = attrs.field(default="reward_variance", validator=_OneOf(METRICS))
+    metric: Metric = attrs.field(default="reward_variance", validator=one_of(*METRICS))
 
 
 @attrs.frozen(kw_only=True)
@@ -125,10 +91,10 @@ class SelectionConfig:
         (``sqrt``); reported as ``rollout/filter_loss_scale``.
     """
 
-    metric: Metric = attrs.field(default="reward_variance", validator=_OneOf(METRICS))
-    order: Order = attrs.field(default="largest", validator=_OneOf(ORDERS))
+    metric: Metric = attrs.field(default="reward_variance", validator=one_of(*METRICS))
+    order: Order = attrs.field(default="largest", validator=one_of(*ORDERS))
     include_zero: bool = attrs.field(default=True, validator=_bool)
-    loss_scale: LossScale = attrs.field(default="none", validator=_OneOf(LOSS_SCALES))
+    loss_scale: LossScale = attrs.field(default="none", validator=one_of(*LOSS_SCALES))
 
 
 @attrs.frozen(kw_only=True)
@@ -142,7 +108,7 @@ class TopPConfig(SelectionConfig):
     """
 
     value: float = attrs.field(default=0.9, validator=_unit_interval)
-    mode: TopPMode = attrs.field(default="linear", validator=_OneOf(TOP_P_MODES))
+    mode: TopPMode = attrs.field(default="linear", validator=one_of(*TOP_P_MODES))
     eps: float = attrs.field(default=0.01, validator=_finite_non_negative)
 
 

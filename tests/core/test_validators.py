@@ -194,3 +194,19 @@ def test_describe_validator(validator: Any, shown: list[str]) -> None:
 def test_option_rows_show_the_descriptions() -> None:
     rows = {r.key: r.allowed for r in gen.option_rows(_Options)}
     assert rows == {"size": "an integer in [2, 12]", "slip": "a number in [0, 1]", "mode": "one of 'easy', 'hard'"}
+
+
+def test_one_of_suggests_the_nearest_choice_for_a_typo() -> None:
+    import attrs as _attrs
+
+    from ragen_core.validators import one_of as _one_of
+
+    @_attrs.define
+    class C:
+        mode: str = _attrs.field(default="linear", validator=_one_of("linear", "softmax"))
+
+    with pytest.raises(ValueError, match=r"'mode' must be one of 'linear', 'softmax': 'softmx' \(did you mean 'softmax'\?\)"):
+        C(mode="softmx")
+    with pytest.raises(ValueError) as far:
+        C(mode="zzzzzz")
+    assert "did you mean" not in str(far.value)

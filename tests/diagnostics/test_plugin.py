@@ -54,7 +54,7 @@ def test_components_are_built_from_validated_configs(registries):
     ({"families": ["first_turn", "turns"]}, "collapse.families"),
     ({"families": []}, "collapse.families"),
     ({"families": ["trajectory", "trajectory"]}, "must not repeat"),
-    ({"ema_decay": 1.0}, "collapse.ema_decay: must be in [0, 1)"),
+    ({"ema_decay": 1.0}, "collapse.ema_decay: must be a number in [0, 1)"),
     ({"batch_size": 0}, "collapse.batch_size"),
     ({"mi_fraction_threshold": 0.0}, "collapse.mi_fraction_threshold"),
     ({"entropy_threshold": -1.0}, "collapse.entropy_threshold"),

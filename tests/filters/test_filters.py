@@ -266,12 +266,12 @@ def test_empty_batch() -> None:
 # ------------------------------------------------------------------------------------------- config errors
 
 @pytest.mark.parametrize(("name", "options", "message"), [
-    ("top_p", {"value": 1.5}, "filter.value: must be in (0, 1]: 1.5"),
-    ("top_p", {"value": 0}, "filter.value: must be in (0, 1]"),
+    ("top_p", {"value": 1.5}, "filter.value: must be a number in (0, 1]: 1.5"),
+    ("top_p", {"value": 0}, "filter.value: must be a number in (0, 1]"),
     ("top_p", {"value": -0.2}, "filter.value"),
     ("top_p", {"eps": -0.01}, "filter.eps: must be a finite number >= 0"),
     ("top_p", {"mode": "nucleus"}, "filter.mode"),
-    ("top_k", {"value": 2}, "filter.value: must be in (0, 1]: 2"),
+    ("top_k", {"value": 2}, "filter.value: must be a number in (0, 1]: 2"),
     ("top_k_abs", {"value": 0.5}, "filter.value: must be a finite number >= 1"),
     ("min_p", {"value": 0.0}, "filter.value"),
     ("min_p", {"metric": "rewards"}, "filter.metric"),
@@ -290,10 +290,10 @@ def test_config_errors_name_the_field(filters, name: str, options: dict, message
 
 
 def test_structure_directly_and_direct_construction() -> None:
-    with pytest.raises(ConfigError, match=r"filter\.value: must be in \(0, 1\]: 3"):
+    with pytest.raises(ConfigError, match=r"filter\.value: must be a number in \(0, 1\]: 3"):
         structure(TopPConfig, {"value": 3}, "filter")
     assert structure(TopPConfig, {"value": 0.5, "mode": "softmax"}, "filter") == TopPConfig(value=0.5, mode="softmax")
-    with pytest.raises(ValueError, match="'value' must be in"):
+    with pytest.raises(ValueError, match="'value' must be a number in"):
         TopKConfig(value=float("nan"))
     with pytest.raises(ValueError, match="did you mean 'reward'"):
         TopPConfig(metric="rewards")
