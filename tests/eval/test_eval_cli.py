@@ -134,6 +134,7 @@ def test_the_config_file_and_overrides_shape_the_eval(tmp_path: Path) -> None:
     (["-m", "scripted://p", "--env", "eval_counter", "-o", "temprature=1"], "unknown config key 'backend scripted.temprature'", 2),
     (["--resume", "RUN", "--groups", "2"], "--resume takes the eval's settings from", 2),
     (["--groups", "2"], "need --model", 2),
+    (["-m", "scripted://p"], "nothing to evaluate: no --env given and the config names no env", 2),
 ])
 def test_bad_input_is_one_clear_error(tmp_path: Path, args: list[str], expected: str, status: int) -> None:
     args = [a.replace("RUN", str(tmp_path)) for a in args]

@@ -279,6 +279,9 @@ def _new_settings(args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         keys, value = parse_override(text)
         options[".".join(keys)] = value
     envs = [[e, {}] for e in args["envs"]] or [[c.name, c.options] for c in (config.val_envs or config.envs)]
+    if not envs:
+        raise ConfigError("nothing to evaluate: no --env given and the config names no env",
+                          hint="ragen eval -m MODEL --env NAME (ragen envs lists them), or a CONFIG with env: NAME")
     groups, k = args["groups"] or ro.val_env_groups, args["group_size"] or ro.val_group_size
     temperature = ro.val_temperature if args["temperature"] is None else args["temperature"]
     seed = ro.seed_val if args["seed"] is None else args["seed"]
