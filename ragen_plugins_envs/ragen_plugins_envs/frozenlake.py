@@ -44,6 +44,7 @@ from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLakeEn
 from ragen_core.config import structure
 from ragen_core.env import TextEnv
 from ragen_core.validators import integer, number
+from ragen_plugins_envs.grid_symbols import merge_symbols, symbols_validator
 
 __all__ = ["ACTIONS", "DEFAULT_SYMBOLS", "FrozenLakeConfig", "FrozenLakeEnv", "FrozenLakeGenerationError",
            "generate_map", "shortest_path"]
@@ -82,22 +83,8 @@ class FrozenLakeGenerationError(RuntimeError):
 # ----------------------------------------------------------------------------------------------------------- config
 
 def _merge_symbols(value: Mapping[str, str] | None) -> dict[str, str]:
-    merged = dict(DEFAULT_SYMBOLS)
-    if value is not None:
-        merged.update(value)
-    return merged
-
-
-def _check_symbols(_inst: Any, attribute: attrs.Attribute, value: Mapping[str, str]) -> None:
-    """Known roles only, each with a different non-blank one-line symbol."""
-    unknown = sorted(set(value) - set(DEFAULT_SYMBOLS))
-    if unknown:
-        raise ValueError(f"{attribute.name} has unknown roles {unknown}; the roles are {sorted(DEFAULT_SYMBOLS)}")
-    for role, sym in value.items():
-        if not isinstance(sym, str) or not sym.strip() or "\n" in sym or "\r" in sym:
-            raise ValueError(f"{attribute.name}[{role!r}] must be a non-blank one-line string, got {sym!r}")
-    if len(set(value.values())) != len(value):
-        raise ValueError(f"{attribute.name} must give every role a different symbol, got {dict(value)}")
+    """Symbols given by the user (possibly only some roles) merged over :data:`DEFAULT_SYMBOLS`."""
+    return merge_symbols(DEFAULT_SYMBOLS, value)
 
 
 @attrs.define
@@ -120,7 +107,7 @@ class FrozenLakeConfig:
     render_mode: Literal["text", "coord", "grid_coord"] = attrs.field(
         default="text", validator=attrs.validators.in_(("text", "coord", "grid_coord")))
     symbols: dict[str, str] = attrs.field(factory=lambda: dict(DEFAULT_SYMBOLS), converter=_merge_symbols,
-                                          validator=_check_symbols)
+                                          validator=symbols_validator(DEFAULT_SYMBOLS))
     max_generation_tries: int = attrs.field(default=10_000, validator=integer(1))
 
     @property

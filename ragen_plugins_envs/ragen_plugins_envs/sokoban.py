@@ -60,6 +60,7 @@ import numpy as np
 from ragen_core.config import structure
 from ragen_core.env import TextEnv
 from ragen_core.validators import constraint, integer, number
+from ragen_plugins_envs.grid_symbols import merge_symbols, symbols_validator
 
 __all__ = [
     "ACTIONS",
@@ -139,22 +140,7 @@ class SokobanGenerationError(RuntimeError):
 
 def _merge_symbols(value: Mapping[str, str] | None) -> dict[str, str]:
     """Symbols given by the user (possibly only some roles) merged over :data:`DEFAULT_SYMBOLS`."""
-    merged = dict(DEFAULT_SYMBOLS)
-    if value is not None:
-        merged.update(value)
-    return merged
-
-
-def _check_symbols(_inst: Any, attribute: attrs.Attribute, value: Mapping[str, str]) -> None:
-    """Known roles only, each with a different non-blank one-line symbol."""
-    unknown = sorted(set(value) - set(DEFAULT_SYMBOLS))
-    if unknown:
-        raise ValueError(f"{attribute.name} has unknown roles {unknown}; the roles are {sorted(DEFAULT_SYMBOLS)}")
-    for role, sym in value.items():
-        if not isinstance(sym, str) or not sym.strip() or "\n" in sym or "\r" in sym:
-            raise ValueError(f"{attribute.name}[{role!r}] must be a non-blank one-line string, got {sym!r}")
-    if len(set(value.values())) != len(value):
-        raise ValueError(f"{attribute.name} must give every role a different symbol, got {dict(value)}")
+    return merge_symbols(DEFAULT_SYMBOLS, value)
 
 
 _dim_room = constraint(f"(rows, cols), each in [{MIN_DIM}, {MAX_DIM}] (the border is wall)",
@@ -191,7 +177,7 @@ class SokobanConfig:
     render_mode: Literal["text", "coord", "grid_coord"] = attrs.field(
         default="text", validator=attrs.validators.in_(("text", "coord", "grid_coord")))
     symbols: dict[str, str] = attrs.field(factory=lambda: dict(DEFAULT_SYMBOLS), converter=_merge_symbols,
-                                          validator=_check_symbols)
+                                          validator=symbols_validator(DEFAULT_SYMBOLS))
     num_gen_steps: int | None = attrs.field(default=None, validator=attrs.validators.optional(integer(1)))
     p_change_directions: float = attrs.field(default=0.35, validator=number(0, 1))
     max_generation_tries: int = attrs.field(default=1000, validator=integer(1))
