@@ -153,10 +153,10 @@ class TorchTrainer:
 
     # ------------------------------------------------------------------------------------------- set-up
     def _setup(self, run: Any) -> None:
+        """Everything a run needs, in a fixed order after seeding torch (new weights, such as LoRA adapters and the
+        value head, draw from its RNG): the policy and its optimiser, the estimator, filter and diagnostics, the critic
+        and the KL reference, then a resumed run's state."""
         import torch
-
-        from .models import load_model_and_tokenizer
-        from .policy import HFPolicy
 
         tc = self.config
         self.torch = torch
@@ -165,8 +165,29 @@ class TorchTrainer:
         if dtype is None:
             dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         resume = run.state.get("resume_checkpoint")
-        source = str(Path(resume) / "actor") if resume else tc.model
         torch.manual_seed(run.config.run.seed)
+        folder = self._load_policy(run, str(Path(resume) / "actor") if resume else tc.model, dtype)
+        regs, res = run.registries, run.resolved
+        est_spec = regs.estimators.get(run.config.estimator.name)
+        self.estimator = est_spec.create(res.estimator)
+        self.filter = regs.filters.get(run.config.filter.name).create(res.filter) if res.filter is not None else None
+        self.diagnostics = [(n, regs.diagnostics.get(n).create(c)) for n, c in res.diagnostics]
+        self._load_critic_and_reference(run, folder, dtype, resume)
+        self.start_step = 0
+        self.empty_steps = 0
+        self.replay_dir = Path(run.state["replay_dir"]) if run.state.get("replay_dir") else None
+        self._rounds: list[Any] = []  # this step's rollout rounds: recorded, or being replayed
+        self.best = read_best(run.run_dir) if tc.keep_best and resume else None  # a resumed run keeps its best
+        if resume:
+            self._resume(run, resume)
+
+    def _load_policy(self, run: Any, source: str, dtype: Any) -> Any:
+        """Load the policy model from ``source`` (with LoRA adapters and gradient checkpointing when set), its chat
+        codec and its optimiser; returns the model's folder (built-in names resolved)."""
+        from .models import load_model_and_tokenizer
+        from .policy import HFPolicy
+
+        torch, tc = self.torch, self.config
         model, tokenizer = load_model_and_tokenizer(source, dtype=dtype, device=self.device)
         folder = getattr(model, "name_or_path", None) or source  # "tiny" etc. resolved to their folders
         self.base_model = str(folder)
@@ -184,11 +205,14 @@ class TorchTrainer:
         self.codec = ChatCodec(tokenizer, think=run.config.rollout.think)
         self._temperature = run.config.rollout.temperature or 1.0
         self.optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=tc.actor_lr)
-        regs, res = run.registries, run.resolved
-        est_spec = regs.estimators.get(run.config.estimator.name)
-        self.estimator = est_spec.create(res.estimator)
-        self.filter = regs.filters.get(run.config.filter.name).create(res.filter) if res.filter is not None else None
-        self.diagnostics = [(n, regs.diagnostics.get(n).create(c)) for n, c in res.diagnostics]
+        return folder
+
+    def _load_critic_and_reference(self, run: Any, folder: Any, dtype: Any, resume: Any) -> None:
+        """The critic (estimators that need one; from ``folder``, its weights from a resumed checkpoint) and its
+        optimiser, and the frozen KL reference (``use_kl_loss``); None where not used."""
+        from .models import load_model_and_tokenizer
+
+        torch, tc = self.torch, self.config
         self.critic = self.critic_optim = self.ref = None
         if getattr(self.estimator, "needs_critic", False):
             from .value import ValueModel
@@ -204,20 +228,19 @@ class TorchTrainer:
             ref, _ = load_model_and_tokenizer(str(saved) if resume and saved.exists() else tc.model, dtype=dtype,
                                               device=self.device)
             self.ref = ref.eval().requires_grad_(False)
-        self.start_step = 0
-        self.empty_steps = 0
-        self.replay_dir = Path(run.state["replay_dir"]) if run.state.get("replay_dir") else None
-        self._rounds: list[Any] = []  # this step's rollout rounds: recorded, or being replayed
-        self.best = read_best(run.run_dir) if tc.keep_best and resume else None  # a resumed run keeps its best
-        if resume:
-            state = json.loads((Path(resume) / "state.json").read_text())
-            self.start_step, self.empty_steps = state["step"], state["empty_steps"]
-            self.optim.load_state_dict(torch.load(Path(resume) / "actor_optim.pt", map_location=self.device,
-                                                     weights_only=True))
-            if self.critic_optim is not None:
-                self.critic_optim.load_state_dict(torch.load(Path(resume) / "critic_optim.pt",
-                                                             map_location=self.device, weights_only=True))
-            run.log.info("resumed", checkpoint=str(resume), step=self.start_step)
+
+    def _resume(self, run: Any, resume: Any) -> None:
+        """Continue from the checkpoint ``resume``: its step, its count of empty steps and the optimisers' states
+        (the weights were loaded with the models)."""
+        torch = self.torch
+        state = json.loads((Path(resume) / "state.json").read_text())
+        self.start_step, self.empty_steps = state["step"], state["empty_steps"]
+        self.optim.load_state_dict(torch.load(Path(resume) / "actor_optim.pt", map_location=self.device,
+                                              weights_only=True))
+        if self.critic_optim is not None:
+            self.critic_optim.load_state_dict(torch.load(Path(resume) / "critic_optim.pt",
+                                                         map_location=self.device, weights_only=True))
+        run.log.info("resumed", checkpoint=str(resume), step=self.start_step)
 
     # ------------------------------------------------------------------------------------------- entry points
     def train(self, run: Any) -> dict[str, Any]:
@@ -276,6 +299,8 @@ class TorchTrainer:
         return batch, timer.seconds
 
     def _step(self, run: Any, step: int, validate: bool = False) -> Any:
+        """One training step (rollout, diagnostics, filter, update, timings, validation when ``validate``); returns
+        the step's context (its metrics and a stop reason, if any)."""
         torch, tc, cfg = self.torch, self.config, run.config
         t0 = time.perf_counter()
         torch.manual_seed(cfg.run.seed * 1_000_003 + step)
@@ -291,48 +316,11 @@ class TorchTrainer:
         rollout_s = time.perf_counter() - t0
         self._extra_rounds_s = [0.0, 0.0]  # dynamic sampling's extra rounds: [rollout seconds, generation seconds]
         ctx = run.begin_step(step, batch)
-        metrics = rollout_metrics(batch, "rollout")
-        for key, value in list(metrics.items()):
-            parts = key.split("/")
-            if len(parts) == 3 and parts[2] in ("success", "pass@k"):
-                metrics[f"train/{parts[1]}/{parts[2]}"] = value
-        metrics["train/success"] = metrics.get("rollout/success", 0.0)
-        metrics["rollout/token_drift"] = self._token_drift(run, batch)
-        if self.diagnostics and (step == 1 or step % tc.diagnostics_every == 0):
-            dctx = DiagnosticContext(batch=batch, step=step, scorer=self.policy)
-            for _name, diag in self.diagnostics:
-                metrics.update(diag.compute(dctx))
-        kept, loss_scale = batch, 1.0
-        if self.filter is not None:
-            if hasattr(self.filter, "collect"):  # dynamic sampling: roll out more groups until the batch is full
-                kept, selection = self.filter.collect(self._more_groups(run, step), cfg.rollout.env_groups, batch)
-            else:
-                selection = self.filter.select(batch)
-                kept = batch.select_groups(selection.kept_groups)
-            metrics.update(selection.metrics)
-            if hasattr(self.filter, "metrics"):
-                metrics.update(self.filter.metrics())
-            loss_scale = float(selection.metrics.get("rollout/filter_loss_scale", 1.0))
+        metrics = self._batch_metrics(run, step, batch)
+        kept, loss_scale = self._apply_filter(run, step, batch, metrics)
         if tc.record_rollouts and self.replay_dir is None:
             write_batches(run.run_dir / "rollouts" / f"step_{step:06d}.jsonl.gz", self._rounds)
-        kept_ok = [t for t in kept if t.env_error is None]
-        update_s = 0.0
-        if not kept_ok:
-            self.empty_steps += 1
-            metrics["rollout/empty_after_filter"] = 1.0
-            if self.empty_steps >= tc.max_empty_steps:
-                ctx.stop_reason = f"{self.empty_steps} consecutive steps had nothing left after filtering"
-        else:
-            self.empty_steps = 0
-            metrics["rollout/empty_after_filter"] = 0.0
-            t1 = time.perf_counter()
-            scores = normalise_scores(kept, cfg.rollout.reward_norm, cfg.rollout.reward_norm_by)
-            samples = build_samples(kept, scores, use_turn_scores=cfg.rollout.use_turn_scores)
-            metrics["rollout/samples"] = float(len(samples))
-            samples = adjust_samples(samples, tc.mini_batch_size, tc.batch_adjust, seed=step)
-            metrics["rollout/adjusted_samples"] = float(len(samples))
-            metrics.update(self._update(samples, step, loss_scale))
-            update_s = time.perf_counter() - t1
+        update_s = self._train_on(run, step, ctx, kept, loss_scale, metrics)
         # every rollout round of the step (the first and dynamic sampling's extra ones) counts in the tokens, the
         # generation time and the rollout time alike
         generated = self.policy.generated_tokens - tokens_before
@@ -347,6 +335,59 @@ class TorchTrainer:
             metrics.update(self._validate(run))
         run.end_step(ctx, metrics, "torch trainer")
         return ctx
+
+    def _batch_metrics(self, run: Any, step: int, batch: Any) -> dict[str, float]:
+        """The rolled-out batch's metrics before filtering: ``rollout/*`` (with ``train/`` copies of the success
+        rates), the token drift and, at step 1 and every ``diagnostics_every`` steps, the diagnostics."""
+        tc = self.config
+        metrics = rollout_metrics(batch, "rollout")
+        for key, value in list(metrics.items()):
+            parts = key.split("/")
+            if len(parts) == 3 and parts[2] in ("success", "pass@k"):
+                metrics[f"train/{parts[1]}/{parts[2]}"] = value
+        metrics["train/success"] = metrics.get("rollout/success", 0.0)
+        metrics["rollout/token_drift"] = self._token_drift(run, batch)
+        if self.diagnostics and (step == 1 or step % tc.diagnostics_every == 0):
+            dctx = DiagnosticContext(batch=batch, step=step, scorer=self.policy)
+            for _name, diag in self.diagnostics:
+                metrics.update(diag.compute(dctx))
+        return metrics
+
+    def _apply_filter(self, run: Any, step: int, batch: Any, metrics: dict[str, float]) -> tuple[Any, float]:
+        """The configured filter's kept groups (dynamic sampling rolls out more) and the loss scale it asks for;
+        its metrics go into ``metrics``. Without a filter: the whole batch, scale 1."""
+        if self.filter is None:
+            return batch, 1.0
+        if hasattr(self.filter, "collect"):  # dynamic sampling: roll out more groups until the batch is full
+            kept, selection = self.filter.collect(self._more_groups(run, step), run.config.rollout.env_groups, batch)
+        else:
+            selection = self.filter.select(batch)
+            kept = batch.select_groups(selection.kept_groups)
+        metrics.update(selection.metrics)
+        if hasattr(self.filter, "metrics"):
+            metrics.update(self.filter.metrics())
+        return kept, float(selection.metrics.get("rollout/filter_loss_scale", 1.0))
+
+    def _train_on(self, run: Any, step: int, ctx: Any, kept: Any, loss_scale: float, metrics: dict[str, float]) -> float:
+        """Update on the kept trajectories (those whose env did not fail) and return the update's seconds; with none
+        left, count an empty step instead (``max_empty_steps`` of them in a row stop the run)."""
+        tc, cfg = self.config, run.config
+        if not [t for t in kept if t.env_error is None]:
+            self.empty_steps += 1
+            metrics["rollout/empty_after_filter"] = 1.0
+            if self.empty_steps >= tc.max_empty_steps:
+                ctx.stop_reason = f"{self.empty_steps} consecutive steps had nothing left after filtering"
+            return 0.0
+        self.empty_steps = 0
+        metrics["rollout/empty_after_filter"] = 0.0
+        t1 = time.perf_counter()
+        scores = normalise_scores(kept, cfg.rollout.reward_norm, cfg.rollout.reward_norm_by)
+        samples = build_samples(kept, scores, use_turn_scores=cfg.rollout.use_turn_scores)
+        metrics["rollout/samples"] = float(len(samples))
+        samples = adjust_samples(samples, tc.mini_batch_size, tc.batch_adjust, seed=step)
+        metrics["rollout/adjusted_samples"] = float(len(samples))
+        metrics.update(self._update(samples, step, loss_scale))
+        return time.perf_counter() - t1
 
     def _token_drift(self, run: Any, batch: Any, limit: int = 8) -> float:
         """Share of trajectories whose text, re-tokenised, differs from the ids that were sampled and are trained:
@@ -423,40 +464,18 @@ class TorchTrainer:
         return rollout
 
     def _update(self, samples: list[Any], step: int, loss_scale: float = 1.0) -> dict[str, float]:
-        from .losses import aggregate, kl_penalty, policy_loss, value_loss
-
-        torch, tc = self.torch, self.config
+        """The PPO update on ``samples``: the no-grad pass (old log-probs, values, reference log-probs), the
+        estimator's advantages, then ``ppo_epochs`` passes over the micro-batches in a random order (seeded by the
+        step), one optimiser step per mini-batch; returns the step's update metrics (means over micro-batches)."""
+        tc = self.config
         temperature = max(self.policy_temperature, 1e-6)
         micro = tc.micro_batch_size
         chunks = [samples[i:i + micro] for i in range(0, len(samples), micro)]
-        old_logp, old_values, ref_logp, tensors = [], [], [], []
-        gap = 0.0
-        with torch.no_grad():
-            self.policy.model.eval()
-            for ch in chunks:
-                t = self._tensors(ch)
-                tensors.append(t)
-                if tc.old_logprobs == "rollout":
-                    old_logp.append(t["rollout_logp"] * t["mask"])
-                else:
-                    old_logp.append(self._forward(self.policy.model, t, temperature)[0])
-                    # how far the sampler's log-probs are from the trainer's (veRL's rollout_probs_diff): a
-                    # mismatch here is a bug or a numerics problem on the sampling side
-                    gap = max(gap, float(((old_logp[-1] - t["rollout_logp"]) * t["mask"]).abs().max()))
-                if self.critic is not None:
-                    old_values.append(self._values(t) * t["mask"])
-                if self.ref is not None:
-                    ref_logp.append(self._forward(self.ref, t, temperature)[0])
-        width = max(t["ids"].shape[1] for t in tensors)
-        values_np = None
-        if self.critic is not None:
-            values_np = np.concatenate([_pad_np(v.float().cpu().numpy(), width) for v in old_values])
-        inputs = advantage_input(samples, values=values_np)
-        out = self.estimator.compute(inputs)
-        adv_all = torch.as_tensor(np.asarray(out.advantages), dtype=torch.float32)
-        ret_all = torch.as_tensor(np.asarray(out.returns), dtype=torch.float32)
+        ub = self._no_grad_pass(chunks, temperature)
+        inputs, out = self._estimate(samples, ub)
         rows_of = Counter(s.episode_id for s in samples)
-        row_w = torch.tensor([1.0 / rows_of[s.episode_id] if tc.turn_weight == "episode" else 1.0 for s in samples])
+        ub.row_w = self.torch.tensor([1.0 / rows_of[s.episode_id] if tc.turn_weight == "episode" else 1.0
+                                      for s in samples])
         rng = np.random.default_rng(step)
         metrics: dict[str, list[float]] = {}
         mini = min(tc.mini_batch_size, len(chunks) * micro)
@@ -468,56 +487,107 @@ class TorchTrainer:
             order = rng.permutation(len(chunks))
             per_mini = max(1, mini // micro)
             for start in range(0, len(order), per_mini):
-                group = order[start:start + per_mini]
-                total_tokens = sum(float(tensors[k]["mask"].sum()) for k in group)
-                total_rows = sum(float(row_w[k * micro:k * micro + tensors[k]["ids"].shape[0]].sum()) for k in group)
-                self.optim.zero_grad()
-                if self.critic_optim is not None:
-                    self.critic_optim.zero_grad()
-                for k in group:
-                    t, off = tensors[k], k * micro
-                    n, w_len = t["ids"].shape
-                    adv = adv_all[off:off + n, :w_len].to(self.device)
-                    ret = ret_all[off:off + n, :w_len].to(self.device)
-                    rw = row_w[off:off + n].to(self.device)
-                    weight = (float(t["mask"].sum()) / max(total_tokens, 1.0) if tc.loss_agg == "token-mean"
-                              else float(rw.sum()) / total_rows)
-                    logp, ent = self._forward(self.policy.model, t, temperature)
-                    pg, info = policy_loss(logp, old_logp[k], adv, t["mask"], clip_low=tc.clip_low,
-                                           clip_high=tc.clip_high, dual_clip=tc.dual_clip, agg=tc.loss_agg,
-                                           row_weight=rw)
-                    entropy = aggregate(ent, t["mask"], tc.loss_agg, rw)
-                    loss = pg - tc.entropy_coeff * entropy
-                    if self.ref is not None:
-                        kl = aggregate(kl_penalty(logp, ref_logp[k], tc.kl_estimator), t["mask"], tc.loss_agg, rw)
-                        loss = loss + tc.kl_coeff * kl
-                        metrics.setdefault("actor/kl_loss", []).append(kl.item())
-                    (loss * weight * loss_scale).backward()
-                    metrics.setdefault("actor/pg_loss", []).append(pg.item())
-                    metrics.setdefault("actor/entropy", []).append(entropy.item())
-                    for key, value in info.items():
-                        metrics.setdefault(key, []).append(value)
-                    if self.critic is not None:
-                        vf, vinfo = value_loss(self._values(t), old_values[k][:, :w_len], ret, t["mask"],
-                                               clip=tc.value_clip, agg=tc.loss_agg, row_weight=rw)
-                        (vf * weight).backward()
-                        metrics.setdefault("critic/vf_loss", []).append(vf.item())
-                        for key, value in vinfo.items():
-                            metrics.setdefault(key, []).append(value)
-                norm = torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), tc.grad_clip)
-                metrics.setdefault("actor/grad_norm", []).append(float(norm))
-                self.optim.step()
-                if self.critic is not None and self.critic_optim is not None:
-                    torch.nn.utils.clip_grad_norm_(self.critic.parameters(), tc.grad_clip)
-                    self.critic_optim.step()
+                self._mini_batch_step(ub, order[start:start + per_mini], temperature, loss_scale, metrics)
         mask_all = inputs.response_mask.astype(bool)
         summary = {k: float(np.mean(v)) for k, v in metrics.items()}
         summary["actor/advantages_mean"] = float(np.asarray(out.advantages)[mask_all].mean()) if mask_all.any() else 0.0
         summary["rollout/trained_tokens"] = float(sum(len(s.input_ids) for s in samples))
         summary["actor/lr"] = lr
         if tc.old_logprobs == "recompute":
-            summary["actor/rollout_logp_diff_max"] = gap
+            summary["actor/rollout_logp_diff_max"] = ub.gap
         return summary
+
+    def _no_grad_pass(self, chunks: list[list[Any]], temperature: float) -> _UpdateBatch:
+        """Each micro-batch's tensors, old log-probs (recomputed, or the sampler's), old values (with a critic) and
+        reference log-probs (with a KL loss), without gradients."""
+        torch, tc = self.torch, self.config
+        ub = _UpdateBatch()
+        with torch.no_grad():
+            self.policy.model.eval()
+            for ch in chunks:
+                t = self._tensors(ch)
+                ub.tensors.append(t)
+                if tc.old_logprobs == "rollout":
+                    ub.old_logp.append(t["rollout_logp"] * t["mask"])
+                else:
+                    ub.old_logp.append(self._forward(self.policy.model, t, temperature)[0])
+                    # how far the sampler's log-probs are from the trainer's (veRL's rollout_probs_diff): a
+                    # mismatch here is a bug or a numerics problem on the sampling side
+                    ub.gap = max(ub.gap, float(((ub.old_logp[-1] - t["rollout_logp"]) * t["mask"]).abs().max()))
+                if self.critic is not None:
+                    ub.old_values.append(self._values(t) * t["mask"])
+                if self.ref is not None:
+                    ub.ref_logp.append(self._forward(self.ref, t, temperature)[0])
+        return ub
+
+    def _estimate(self, samples: list[Any], ub: _UpdateBatch) -> tuple[Any, Any]:
+        """The estimator's advantages and returns of ``samples`` (the critic's old values padded to one width) into
+        ``ub``; returns the estimator's input and output."""
+        torch = self.torch
+        width = max(t["ids"].shape[1] for t in ub.tensors)
+        values_np = None
+        if self.critic is not None:
+            values_np = np.concatenate([_pad_np(v.float().cpu().numpy(), width) for v in ub.old_values])
+        inputs = advantage_input(samples, values=values_np)
+        out = self.estimator.compute(inputs)
+        ub.adv = torch.as_tensor(np.asarray(out.advantages), dtype=torch.float32)
+        ub.ret = torch.as_tensor(np.asarray(out.returns), dtype=torch.float32)
+        return inputs, out
+
+    def _mini_batch_step(self, ub: _UpdateBatch, group: Any, temperature: float, loss_scale: float,
+                         metrics: dict[str, list[float]]) -> None:
+        """One optimiser step of the actor (and critic) on the micro-batches ``group``, their gradients accumulated
+        with weights that make the sum the mini-batch's loss (by tokens for ``token-mean``, else by rows)."""
+        torch, tc, micro = self.torch, self.config, self.config.micro_batch_size
+        total_tokens = sum(float(ub.tensors[k]["mask"].sum()) for k in group)
+        total_rows = sum(float(ub.row_w[k * micro:k * micro + ub.tensors[k]["ids"].shape[0]].sum()) for k in group)
+        self.optim.zero_grad()
+        if self.critic_optim is not None:
+            self.critic_optim.zero_grad()
+        for k in group:
+            self._micro_batch_backward(ub, k, temperature, loss_scale, total_tokens, total_rows, metrics)
+        norm = torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), tc.grad_clip)
+        metrics.setdefault("actor/grad_norm", []).append(float(norm))
+        self.optim.step()
+        if self.critic is not None and self.critic_optim is not None:
+            torch.nn.utils.clip_grad_norm_(self.critic.parameters(), tc.grad_clip)
+            self.critic_optim.step()
+
+    def _micro_batch_backward(self, ub: _UpdateBatch, k: int, temperature: float, loss_scale: float,
+                              total_tokens: float, total_rows: float, metrics: dict[str, list[float]]) -> None:
+        """Forward and backward of micro-batch ``k``: the policy loss minus the entropy bonus (plus the KL loss),
+        and the critic's value loss; their values go into ``metrics``."""
+        from .losses import aggregate, kl_penalty, policy_loss, value_loss
+
+        tc = self.config
+        t, off = ub.tensors[k], k * tc.micro_batch_size
+        n, w_len = t["ids"].shape
+        adv = ub.adv[off:off + n, :w_len].to(self.device)
+        ret = ub.ret[off:off + n, :w_len].to(self.device)
+        rw = ub.row_w[off:off + n].to(self.device)
+        weight = (float(t["mask"].sum()) / max(total_tokens, 1.0) if tc.loss_agg == "token-mean"
+                  else float(rw.sum()) / total_rows)
+        logp, ent = self._forward(self.policy.model, t, temperature)
+        pg, info = policy_loss(logp, ub.old_logp[k], adv, t["mask"], clip_low=tc.clip_low, clip_high=tc.clip_high,
+                               dual_clip=tc.dual_clip, agg=tc.loss_agg, row_weight=rw)
+        entropy = aggregate(ent, t["mask"], tc.loss_agg, rw)
+        loss = pg - tc.entropy_coeff * entropy
+        if self.ref is not None:
+            kl = aggregate(kl_penalty(logp, ub.ref_logp[k], tc.kl_estimator), t["mask"], tc.loss_agg, rw)
+            loss = loss + tc.kl_coeff * kl
+            metrics.setdefault("actor/kl_loss", []).append(kl.item())
+        (loss * weight * loss_scale).backward()
+        metrics.setdefault("actor/pg_loss", []).append(pg.item())
+        metrics.setdefault("actor/entropy", []).append(entropy.item())
+        for key, value in info.items():
+            metrics.setdefault(key, []).append(value)
+        if self.critic is not None:
+            vf, vinfo = value_loss(self._values(t), ub.old_values[k][:, :w_len], ret, t["mask"], clip=tc.value_clip,
+                                   agg=tc.loss_agg, row_weight=rw)
+            (vf * weight).backward()
+            metrics.setdefault("critic/vf_loss", []).append(vf.item())
+            for key, value in vinfo.items():
+                metrics.setdefault(key, []).append(value)
 
     @property
     def policy_temperature(self) -> float:
@@ -624,6 +694,22 @@ class TorchTrainer:
         for left in root.glob(".old_step_*"):  # set aside by a clean-up that was killed before it deleted them
             shutil.rmtree(left, ignore_errors=True)
         return final
+
+
+@attrs.define
+class _UpdateBatch:
+    """What an update computes before its gradient steps, by micro-batch (index ``k``: micro-batch ``k``), and the
+    batch-wide advantages, returns and row weights (rows ``k * micro_batch_size`` on are micro-batch ``k``'s)."""
+
+    tensors: list[dict[str, Any]] = attrs.field(factory=list)
+    old_logp: list[Any] = attrs.field(factory=list)
+    old_values: list[Any] = attrs.field(factory=list)
+    ref_logp: list[Any] = attrs.field(factory=list)
+    #: the largest gap between the sampler's and the recomputed old log-probs
+    gap: float = 0.0
+    adv: Any = None
+    ret: Any = None
+    row_w: Any = None
 
 
 class _TimedPolicy:
