@@ -134,7 +134,7 @@ def grouped_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.
                 if len(rows) > 1 and length - root >= MIN_SHARED_PREFIX]
     if root == 0 and not clusters:
         return masked_logprobs(model, input_ids, attention_mask, positions, temperature)
-    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    decoder = model.get_decoder()
     root_kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None
     if root:
         root_kv = cache_layers(decoder(input_ids=input_ids[:1, :root], use_cache=True).past_key_values)
@@ -142,41 +142,66 @@ def grouped_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.
             return masked_logprobs(model, input_ids, attention_mask, positions, temperature)
     clustered = {r for rows, _ in clusters for r in rows}
     rest = [r for r in range(input_ids.shape[0]) if r not in clustered]
-    parts_logp, parts_ent, parts_rows, parts_cols = [], [], [], []
-    for rows, start, length in ([(rows, root, length) for rows, length in clusters]
-                                + ([(rest, root, root)] if rest else [])):
-        sub = torch.as_tensor(rows, device=input_ids.device)
-        ids, attn = input_ids[sub], attention_mask[sub]
-        width = int(attn.sum(-1).max())  # drop the rows' common right padding
-        ids, attn = ids[:, :width], attn[:, :width]
-        cache = fork_cache(root_kv, 1 if length > start else len(rows), model) if root_kv is not None else None
-        if length > start:  # the cluster's own shared tokens, once, on top of the batch's common prefix
-            out = decoder(input_ids=ids[:1, start:length], past_key_values=cache, use_cache=True,
-                          position_ids=torch.arange(start, length, device=ids.device)[None])
-            cache = out.past_key_values
-            if not hasattr(cache, "batch_repeat_interleave"):  # a cache that cannot be expanded to the rows
-                return masked_logprobs(model, input_ids, attention_mask, positions, temperature)
-            cache.batch_repeat_interleave(len(rows))
-        hidden = decoder(input_ids=ids[:, length:], attention_mask=attn, past_key_values=cache, use_cache=False,
-                         position_ids=torch.arange(length, width, device=ids.device).expand(len(rows), -1)
-                         ).last_hidden_state  # hidden[:, j] is token length + j
-        index = positions[sub, length:width - 1].nonzero(as_tuple=True)  # column length + j is about token length+j+1
-        if index[0].numel() == 0:
-            continue
-        logits = head(hidden[index])
-        targets = ids[:, length + 1:][index]
-        lp, en = token_logprobs_entropy(logits.unsqueeze(0), targets.unsqueeze(0), temperature)
-        parts_logp.append(lp[0])
-        parts_ent.append(en[0])
-        parts_rows.append(sub[index[0]])
-        parts_cols.append(index[1] + length)
+    passes = [(rows, root, length) for rows, length in clusters] + ([(rest, root, root)] if rest else [])
+    parts: list[_Part] = []
+    try:
+        for rows, start, length in passes:
+            part = _rows_pass(model, input_ids, attention_mask, positions, rows, start, length, root_kv, temperature)
+            if part is not None:
+                parts.append(part)
+    except _CacheNotExpandable:
+        return masked_logprobs(model, input_ids, attention_mask, positions, temperature)
+    return _scatter_parts(positions, parts)
+
+
+class _CacheNotExpandable(Exception):
+    """A cluster's cache cannot be expanded to its rows: :func:`grouped_logprobs` falls back to the plain pass."""
+
+
+_Part = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def _rows_pass(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
+               rows: list[int], start: int, length: int, root_kv: list[tuple[torch.Tensor, torch.Tensor]] | None,
+               temperature: float) -> _Part | None:
+    """One pass of :func:`grouped_logprobs` over ``rows``, which continue the batch's common prefix (``start``
+    tokens, cached in ``root_kv``) with a shared stretch up to ``length`` (run once) and then their own tokens (as one
+    batch). Returns the log-probs and entropies at the rows' scored positions with their batch rows and columns, or
+    None when none is scored; raises :class:`_CacheNotExpandable` for a cache it cannot expand to the rows."""
+    decoder = model.get_decoder()
+    sub = torch.as_tensor(rows, device=input_ids.device)
+    ids, attn = input_ids[sub], attention_mask[sub]
+    width = int(attn.sum(-1).max())  # drop the rows' common right padding
+    ids, attn = ids[:, :width], attn[:, :width]
+    cache = fork_cache(root_kv, 1 if length > start else len(rows), model) if root_kv is not None else None
+    if length > start:  # the cluster's own shared tokens, once, on top of the batch's common prefix
+        out = decoder(input_ids=ids[:1, start:length], past_key_values=cache, use_cache=True,
+                      position_ids=torch.arange(start, length, device=ids.device)[None])
+        cache = out.past_key_values
+        if not hasattr(cache, "batch_repeat_interleave"):  # a cache that cannot be expanded to the rows
+            raise _CacheNotExpandable
+        cache.batch_repeat_interleave(len(rows))
+    hidden = decoder(input_ids=ids[:, length:], attention_mask=attn, past_key_values=cache, use_cache=False,
+                     position_ids=torch.arange(length, width, device=ids.device).expand(len(rows), -1)
+                     ).last_hidden_state  # hidden[:, j] is token length + j
+    index = positions[sub, length:width - 1].nonzero(as_tuple=True)  # column length + j is about token length+j+1
+    if index[0].numel() == 0:
+        return None
+    logits = model.get_output_embeddings()(hidden[index])
+    targets = ids[:, length + 1:][index]
+    lp, en = token_logprobs_entropy(logits.unsqueeze(0), targets.unsqueeze(0), temperature)
+    return lp[0], en[0], sub[index[0]], index[1] + length
+
+
+def _scatter_parts(positions: torch.Tensor, parts: list[_Part]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The passes' log-probs and entropies put at their rows and columns of ``[B, T-1]`` tensors, 0 elsewhere."""
     logp = torch.zeros(positions.shape, dtype=torch.float32, device=positions.device)
     ent = torch.zeros_like(logp)
-    if not parts_logp:
+    if not parts:
         return logp, ent
-    index = (torch.cat(parts_rows), torch.cat(parts_cols))
-    return (logp.to(parts_logp[0].dtype).index_put(index, torch.cat(parts_logp)),
-            ent.to(parts_ent[0].dtype).index_put(index, torch.cat(parts_ent)))
+    index = (torch.cat([p[2] for p in parts]), torch.cat([p[3] for p in parts]))
+    return (logp.to(parts[0][0].dtype).index_put(index, torch.cat([p[0] for p in parts])),
+            ent.to(parts[0][1].dtype).index_put(index, torch.cat([p[1] for p in parts])))
 
 
 def cache_layers(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
