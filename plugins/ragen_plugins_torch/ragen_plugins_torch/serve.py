@@ -243,6 +243,33 @@ def _field(body: dict[str, Any], key: str, kind: Any, default: Any) -> Any:
     return value
 
 
+def _stop_strings(body: dict[str, Any]) -> list[str]:
+    """The request's ``stop``: a string or a list of non-empty strings (at most :data:`MAX_STOP_STRINGS` of at most
+    :data:`MAX_STOP_CHARS` characters), as a list."""
+    stop = body.get("stop") or []
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+        raise _BadRequest("'stop' must be a string or a list of non-empty strings")
+    if len(stop) > MAX_STOP_STRINGS or any(len(s) > MAX_STOP_CHARS for s in stop):
+        raise _BadRequest(f"'stop' takes at most {MAX_STOP_STRINGS} strings of at most {MAX_STOP_CHARS} "
+                          f"characters each")
+    return stop
+
+
+def _sampling_options(body: dict[str, Any], chat: bool) -> tuple[dict[str, Any], int]:
+    """A request's :class:`GenerationRequest` options (``max_tokens`` defaults to 256 in a chat, 16 in a completion)
+    and its ``n``, checked."""
+    n = _field(body, "n", int, 1)
+    top_k = _field(body, "top_k", int, 0)
+    stop = _stop_strings(body)
+    req = dict(max_new_tokens=_field(body, "max_tokens", int, 256 if chat else 16),
+               temperature=_field(body, "temperature", float, 1.0), top_p=_field(body, "top_p", float, 1.0),
+               top_k=max(top_k, 0), stop=tuple(stop))
+    if req["max_new_tokens"] < 1 or not 0 < req["top_p"] <= 1 or req["temperature"] < 0 or not 1 <= n <= 64:
+        raise _BadRequest("need max_tokens >= 1, 0 < top_p <= 1, temperature >= 0, 1 <= n <= 64")
+    return req, n
+
+
 class ModelServer:
     """Serve a policy (an :class:`HFBackend`: ``tokenizer``, ``generate``, ``seed``) over OpenAI's HTTP API (see the
     module docstring). ``start()`` serves on a daemon thread (``port=0`` picks a free port, see :attr:`url`);
@@ -301,38 +328,9 @@ class ModelServer:
     # ----------------------------------------------------------------------------------------------- the API
     def complete(self, body: dict[str, Any], chat: bool) -> dict[str, Any]:
         """The answer to a (chat) completion request body; a bad body raises ``_BadRequest``."""
-        tok = self.policy.tokenizer
-        if chat:
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages or not all(
-                    isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-                    for m in messages):
-                raise _BadRequest("'messages' must be a non-empty list of {role, content} strings")
-            text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            prompts = [list(tok.encode(text, add_special_tokens=False))]
-        else:
-            prompts = self._prompts(body.get("prompt"))
-        n = _field(body, "n", int, 1)
-        top_k = _field(body, "top_k", int, 0)
-        stop = body.get("stop") or []
-        stop = [stop] if isinstance(stop, str) else stop
-        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
-            raise _BadRequest("'stop' must be a string or a list of non-empty strings")
-        if len(stop) > MAX_STOP_STRINGS or any(len(s) > MAX_STOP_CHARS for s in stop):
-            raise _BadRequest(f"'stop' takes at most {MAX_STOP_STRINGS} strings of at most {MAX_STOP_CHARS} "
-                              f"characters each")
-        req = dict(max_new_tokens=_field(body, "max_tokens", int, 256 if chat else 16),
-                   temperature=_field(body, "temperature", float, 1.0), top_p=_field(body, "top_p", float, 1.0),
-                   top_k=max(top_k, 0), stop=tuple(stop))
-        if req["max_new_tokens"] < 1 or not 0 < req["top_p"] <= 1 or req["temperature"] < 0 or not 1 <= n <= 64:
-            raise _BadRequest("need max_tokens >= 1, 0 < top_p <= 1, temperature >= 0, 1 <= n <= 64")
-        limit = self.context_length or MAX_TOKENS_WITHOUT_CONTEXT
-        longest = max(len(p) for p in prompts)
-        if longest + req["max_new_tokens"] > limit:
-            what = "the model's context" if self.context_length else "the server's limit"
-            raise _BadRequest(f"a prompt of {longest} tokens and max_tokens {_short(req['max_new_tokens'])} exceed "
-                              f"{what} of {limit} tokens; shorten the prompt or lower max_tokens (at most "
-                              f"{max(limit - longest, 0)} here)")
+        prompts = self._chat_prompt(body.get("messages")) if chat else self._prompts(body.get("prompt"))
+        req, n = _sampling_options(body, chat)
+        self._check_length(prompts, req["max_new_tokens"])
         seed = body.get("seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise _BadRequest(f"'seed' must be an integer, got {seed!r}")
@@ -340,24 +338,7 @@ class ModelServer:
         results = self.batcher.submit(requests, seed)
         include = bool(body.get("include_stop_str_in_output", False))
         want_logprobs = body.get("logprobs") not in (None, False) and not chat
-        choices = []
-        for i, res in enumerate(results):
-            ids = list(res.token_ids)
-            text = tok.decode(ids, skip_special_tokens=True)
-            hits = [(text.find(s), s) for s in stop if s in text]
-            stop_reason = min(hits)[1] if hits else None
-            if hits:
-                at, s = min(hits)
-                text = text[:at + len(s)] if include else text[:at]
-            choice: dict[str, Any] = {"index": i, "finish_reason": "length" if res.finish_reason == "length"
-                                      else "stop", "stop_reason": stop_reason}
-            if chat:
-                choice["message"] = {"role": "assistant", "content": text}
-            else:
-                choice["text"] = text
-                choice["logprobs"] = ({"tokens": [tok.decode([t]) for t in ids],
-                                       "token_logprobs": list(res.logprobs)} if want_logprobs else None)
-            choices.append(choice)
+        choices = [self._choice(i, res, chat, req["stop"], include, want_logprobs) for i, res in enumerate(results)]
         used = sum(len(r.token_ids) for r in results)
         prompt_tokens = sum(len(p) for p in prompts)
         return {"id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
@@ -365,6 +346,50 @@ class ModelServer:
                 "model": self.name, "choices": choices,
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": used,
                           "total_tokens": prompt_tokens + used}}
+
+    def _chat_prompt(self, messages: Any) -> list[list[int]]:
+        """The one prompt of a chat request: its ``messages`` through the chat template, with the generation
+        prompt."""
+        tok = self.policy.tokenizer
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in messages):
+            raise _BadRequest("'messages' must be a non-empty list of {role, content} strings")
+        text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return [list(tok.encode(text, add_special_tokens=False))]
+
+    def _check_length(self, prompts: list[list[int]], max_new_tokens: int) -> None:
+        """Refuse a request whose longest prompt and ``max_tokens`` exceed the model's context (or, when the model
+        does not say, :data:`MAX_TOKENS_WITHOUT_CONTEXT`)."""
+        limit = self.context_length or MAX_TOKENS_WITHOUT_CONTEXT
+        longest = max(len(p) for p in prompts)
+        if longest + max_new_tokens > limit:
+            what = "the model's context" if self.context_length else "the server's limit"
+            raise _BadRequest(f"a prompt of {longest} tokens and max_tokens {_short(max_new_tokens)} exceed "
+                              f"{what} of {limit} tokens; shorten the prompt or lower max_tokens (at most "
+                              f"{max(limit - longest, 0)} here)")
+
+    def _choice(self, i: int, res: Any, chat: bool, stop: tuple[str, ...], include: bool,
+                want_logprobs: bool) -> dict[str, Any]:
+        """Choice ``i`` of the answer: the generated text cut at the earliest stop string (kept with
+        ``include_stop_str_in_output``), the finish and stop reasons, and for a completion its log-probs when asked."""
+        tok = self.policy.tokenizer
+        ids = list(res.token_ids)
+        text = tok.decode(ids, skip_special_tokens=True)
+        hits = [(text.find(s), s) for s in stop if s in text]
+        stop_reason = min(hits)[1] if hits else None
+        if hits:
+            at, s = min(hits)
+            text = text[:at + len(s)] if include else text[:at]
+        choice: dict[str, Any] = {"index": i, "finish_reason": "length" if res.finish_reason == "length"
+                                  else "stop", "stop_reason": stop_reason}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+            choice["logprobs"] = ({"tokens": [tok.decode([t]) for t in ids],
+                                   "token_logprobs": list(res.logprobs)} if want_logprobs else None)
+        return choice
 
     def _prompts(self, prompt: Any) -> list[list[int]]:
         tok = self.policy.tokenizer
