@@ -7,6 +7,7 @@ import difflib
 import attrs
 import pytest
 
+from ragen_core.validators import integer, one_of
 from tests.docs.gen import ROOT, load_generator
 
 gen = load_generator()
@@ -58,19 +59,13 @@ def test_only_builtin_plugins_are_documented() -> None:
 # --------------------------------------------------------------------------------------------- the helpers
 
 
-def _closure_validator(low: int):  # noqa: ANN202
-    def check(_inst, attribute, value):  # noqa: ANN001, ANN202
-        if value < low:
-            raise ValueError(f"{attribute.name} must be >= {low}, got {value}")
-    return check
-
-
-def _message_colon(_inst, attribute, value):  # noqa: ANN001, ANN202
+def _documented(_inst, attribute, value):  # noqa: ANN001, ANN202
+    """In (0, 1]."""
     if not 0 < value <= 1:
         raise ValueError(f"'{attribute.name}' must be in (0, 1]: {value}")
 
 
-def _computed_message(_inst, attribute, value):  # noqa: ANN001, ANN202
+def _undocumented(_inst, attribute, value):  # noqa: ANN001, ANN202
     if value not in ("a", "b"):
         raise ValueError(f"'{attribute.name}' must name one of {', '.join(('a', 'b'))} and more: {value}")
 
@@ -83,19 +78,23 @@ class _Example:
         option, on two lines.
     """
 
-    a: int = attrs.field(default=1, validator=_closure_validator(1))
-    b: float = attrs.field(default=0.5, validator=[attrs.validators.gt(0), _message_colon])
-    c: str | None = attrs.field(default=None, validator=attrs.validators.optional(_computed_message),
+    a: int = attrs.field(default=1, validator=integer(1))
+    b: float = attrs.field(default=0.5, validator=[attrs.validators.gt(0), _documented])
+    c: str | None = attrs.field(default=None, validator=attrs.validators.optional(_undocumented),
                                 metadata={"doc": "from metadata"})
     d: list[int] = attrs.field(factory=lambda: [1, 2])
+    e: str = attrs.field(default="x", validator=one_of("x", "y"))
 
 
 def test_option_rows_read_types_defaults_ranges_and_docs() -> None:
+    """The allowed column: a shared validator's description, attrs' own bounds, a validator function's docstring
+    line; a function without a docstring shows nothing (its source is not read)."""
     rows = {r.key: r for r in gen.option_rows(_Example)}
-    assert rows["a"].allowed == ">= 1" and rows["a"].doc == "the first option, on two lines."
+    assert rows["a"].allowed == "an integer >= 1" and rows["a"].doc == "the first option, on two lines."
     assert rows["b"].allowed == "> 0, in (0, 1]" and rows["b"].type == "float"
     assert rows["c"].allowed == "" and rows["c"].doc == "from metadata" and rows["c"].type == "str | null"
     assert rows["d"].default == "`[1, 2]`" and rows["d"].type == "list[int]" and rows["d"].doc == ""
+    assert rows["e"].allowed == "one of 'x', 'y'"
 
 
 def test_text_helpers() -> None:

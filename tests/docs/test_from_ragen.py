@@ -37,6 +37,8 @@ def test_the_page_maps_many_keys() -> None:
 @pytest.mark.parametrize("ragen_key,overrides", ROWS, ids=[r[0][:60] for r in ROWS])
 def test_mapped_setting_is_valid(ragen_key: str, overrides: list[str]) -> None:
     registries = load_generator().builtin_registries()
+    if not any(o.startswith(("env=", "envs=")) for o in overrides):
+        overrides = ["env=sokoban", *overrides]  # RAGEN's own default env; the core names none
     config = load_config(None, overrides)
     resolved = resolve_config(config, registries, strict=False)
     assert not [p for p in resolved.problems if "unknown" in p], resolved.problems

@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from ragen_core.protocols import AdvantageInput, AdvantageOutput
+from ragen_core.validators import number
 
 __all__ = [
     "WHITEN_EPS",
@@ -38,30 +39,12 @@ WHITEN_EPS = 1e-8
 
 # --------------------------------------------------------------------------------------------- config validators
 
-def _real(attribute: attrs.Attribute, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"'{attribute.name}' must be a number (got {value!r})")
-    if not math.isfinite(value):
-        raise ValueError(f"'{attribute.name}' must be finite (got {value!r})")
-    return float(value)
-
-
-def unit_interval(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """attrs validator: a finite number in [0, 1] (discount factors, GAE lambdas)."""
-    if not 0.0 <= _real(attribute, value) <= 1.0:
-        raise ValueError(f"'{attribute.name}' must be in [0, 1] (got {value!r})")
-
-
-def positive(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """attrs validator: a finite number > 0 (epsilons)."""
-    if not _real(attribute, value) > 0.0:
-        raise ValueError(f"'{attribute.name}' must be > 0 (got {value!r})")
-
-
-def non_negative(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """attrs validator: a finite number >= 0 (weights)."""
-    if not _real(attribute, value) >= 0.0:
-        raise ValueError(f"'{attribute.name}' must be >= 0 (got {value!r})")
+#: a finite number in [0, 1] (discount factors, GAE lambdas)
+unit_interval = number(0, 1)
+#: a finite number > 0 (epsilons)
+positive = number(0, low_open=True)
+#: a finite number >= 0 (weights)
+non_negative = number(0)
 
 
 # --------------------------------------------------------------------------------------------- inputs

@@ -25,6 +25,7 @@ import attrs
 
 from ragen_core.errors import ConfigError, RagenError
 from ragen_core.starpo.ppo import PPOOptions, leading
+from ragen_core.validators import number
 
 __all__ = ["VERL_INSTALL", "VerlTrainerConfig", "build_verl_config", "check_resources", "unsupported",
            "validate_verl_config", "verl_settings", "visible_gpus"]
@@ -39,9 +40,7 @@ TRAINER_MODE = "ragen"
 AGENT_LOOP = "ragen"
 
 
-def _unit(_i: Any, a: Any, v: Any) -> None:
-    if not 0.0 < v <= 1.0:
-        raise ValueError(f"'{a.name}' must be in (0, 1]: {v}")
+_unit = number(0, 1, low_open=True)
 
 
 @attrs.define(field_transformer=leading("model", "steps"))
