@@ -317,6 +317,57 @@ def _topology(rows: int, cols: int, p_change: float, num_steps: int, rng: np.ran
     return level
 
 
+def _single_box_key(p: int, boxes: tuple[int, ...], moved: int) -> Any:
+    """A reverse-play state's key with one box (see :func:`_boxes_key`)."""
+    return p, boxes[0], moved
+
+
+def _boxes_key(p: int, boxes: tuple[int, ...], moved: int) -> Any:
+    """A reverse-play state's key: gym-sokoban keys states by the room array, in which a box that was ever pulled has
+    its own cell code (each box position and whether it moved, encoded as 2 * position + flag)."""
+    return p, tuple(sorted(2 * b + (moved >> i & 1) for i, b in enumerate(boxes)))
+
+
+def _displacement(boxes: tuple[int, ...], origins: list[tuple[int, int]], cols: int) -> int:
+    """The boxes' total Manhattan distance from the targets they started on."""
+    total = 0
+    for b, (tr, tc) in zip(boxes, origins):
+        br, bc = divmod(b, cols)
+        total += abs(br - tr) + abs(bc - tc)
+    return total
+
+
+_ReverseState = tuple[int, tuple[int, ...], int, int, int, Any]
+
+
+def _reverse_children(free: Sequence[bool], deltas: tuple[int, ...], state: tuple[int, tuple[int, ...], int, int, int],
+                      key_of: Any, explored: set[Any]) -> tuple[list[_ReverseState], list[_ReverseState]]:
+    """The unexplored children of ``state`` (player, boxes, moved mask, pulls, time-to-live) in gym-sokoban's action
+    order: ``(pulled, walked)``, the children of the pull actions and of the move actions."""
+    p, boxes, moved, pulls, life = state
+    pulled: list[_ReverseState] = []
+    walked: list[_ReverseState] = []
+    for d in deltas:
+        q = p + d
+        if not free[q] or q in boxes:
+            continue  # blocked: the child is this (explored) state
+        behind = p - d
+        if behind in boxes:
+            i = boxes.index(behind)
+            nboxes, nmoved = boxes[:i] + (p,) + boxes[i + 1:], moved | 1 << i
+            nkey = key_of(q, nboxes, nmoved)
+            if nkey not in explored:
+                pulled.append((q, nboxes, nmoved, pulls + 1, life, nkey))
+            nkey = key_of(q, boxes, moved)
+            if nkey not in explored:
+                walked.append((q, boxes, moved, pulls, life, nkey))
+        else:  # a pull without a box is the move (its duplicate, expanded later, would be skipped)
+            nkey = key_of(q, boxes, moved)
+            if nkey not in explored:
+                pulled.append((q, boxes, moved, pulls, life, nkey))
+    return pulled, walked
+
+
 def _reverse_dfs(free: Sequence[bool], cols: int, targets: tuple[int, ...], player: int, ttl: int,
                  max_states: int = 300_000) -> tuple[int, tuple[int, ...], int]:
     """gym-sokoban's reverse play, state for state: a depth-first search with time-to-live ``ttl``.
@@ -336,13 +387,7 @@ def _reverse_dfs(free: Sequence[bool], cols: int, targets: tuple[int, ...], play
     single = len(targets) == 1
     tr0, tc0 = origins[0]
 
-    def key_of(p: int, boxes: tuple[int, ...], moved: int) -> Any:
-        # gym-sokoban keys states by the room array, in which a box that was ever pulled has its own cell code
-        # (each box position and whether it moved, encoded as 2 * position + flag)
-        if single:
-            return p, boxes[0], moved
-        return p, tuple(sorted(2 * b + (moved >> i & 1) for i, b in enumerate(boxes)))
-
+    key_of = _single_box_key if single else _boxes_key
     explored: set[Any] = set()
     best_score, best = -1, (player, targets)
     # (player, boxes, bit mask of boxes pulled at least once, pulls, time-to-live, key)
@@ -359,37 +404,14 @@ def _reverse_dfs(free: Sequence[bool], cols: int, targets: tuple[int, ...], play
                 br, bc = divmod(boxes[0], cols)
                 score = pulls * (abs(br - tr0) + abs(bc - tc0))
             else:
-                displacement = 0
-                for b, (tr, tc) in zip(boxes, origins):
-                    br, bc = divmod(b, cols)
-                    displacement += abs(br - tr) + abs(bc - tc)
-                score = pulls * displacement
+                score = pulls * _displacement(boxes, origins, cols)
         else:
             score = 0
         if score > best_score:
             best_score, best = score, (p, boxes)
         if life <= 1:
             continue
-        pulled: list[tuple[int, tuple[int, ...], int, int, int, Any]] = []
-        walked: list[tuple[int, tuple[int, ...], int, int, int, Any]] = []
-        for d in deltas:
-            q = p + d
-            if not free[q] or q in boxes:
-                continue  # blocked: the child is this (explored) state
-            behind = p - d
-            if behind in boxes:
-                i = boxes.index(behind)
-                nboxes, nmoved = boxes[:i] + (p,) + boxes[i + 1:], moved | 1 << i
-                nkey = key_of(q, nboxes, nmoved)
-                if nkey not in explored:
-                    pulled.append((q, nboxes, nmoved, pulls + 1, life, nkey))
-                nkey = key_of(q, boxes, moved)
-                if nkey not in explored:
-                    walked.append((q, boxes, moved, pulls, life, nkey))
-            else:  # a pull without a box is the move (its duplicate, expanded later, would be skipped)
-                nkey = key_of(q, boxes, moved)
-                if nkey not in explored:
-                    pulled.append((q, boxes, moved, pulls, life, nkey))
+        pulled, walked = _reverse_children(free, deltas, (p, boxes, moved, pulls, life), key_of, explored)
         # LIFO: push in reverse so children are expanded in action order, like gym-sokoban's recursion
         stack.extend(reversed(walked))
         stack.extend(reversed(pulled))
