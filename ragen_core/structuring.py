@@ -19,6 +19,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from ragen_core.errors import ConfigError, RagenError, suggest
+from ragen_core.ragen_keys import ragen_hint
 
 __all__ = ["ECHO_LIMIT", "INTERNAL", "join_path", "short_repr", "structure", "unstructure"]
 
@@ -65,8 +66,8 @@ def _structure_attrs(cls: type, data: Any, path: str) -> Any:
     for key in data:
         if key not in fields:
             close = suggest(str(key), list(fields))
-            hint = f"did you mean {join_path(path, close)!r}?" if close else (
-                f"valid keys: {', '.join(sorted(fields)) or '(none: this section takes no options)'}")
+            hint = ragen_hint(join_path(path, key), data[key]) or (f"did you mean {join_path(path, close)!r}?"
+                if close else f"valid keys: {', '.join(sorted(fields)) or '(none: this section takes no options)'}")
             raise ConfigError(f"unknown config key {join_path(path, key)!r}", hint=hint)
     kwargs = {}
     for key, value in data.items():

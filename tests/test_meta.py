@@ -79,8 +79,9 @@ STARPO = ROOT / "ragen_core" / "starpo"  # the shared StarPO layer (rollout, cha
 #: the core needs a reason of the same kind. Session 14 (issue #16) added 136: the shared validators module the
 #: plugins use instead of 30 private copies (~50), default components offered at registration with the one loader
 #: that reads a trainer's preset for every command (~45), and the def lines and arguments of the helpers that bring
-#: every core function under 60 lines (~40)
-FRAMEWORK_AIM, CORE_AIM = 2250, 2870
+#: every core function under 60 lines (~40). Issue #17 added 42: RAGEN's own config keys mapped to ragen's in the
+#: unknown-key hint (ragen_keys.py, the core's structuring raises that error)
+FRAMEWORK_AIM, CORE_AIM = 2292, 2912
 
 
 def test_core_is_small() -> None:
