@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
@@ -463,7 +464,17 @@ class EnvRegistry(Registry[EnvSpec]):
         """
         spec, params, instruction = self.resolve(name)
         config = spec.make_config({**params, **dict(options or {})}, path=f"env {name}")
-        env = spec.load()(config)
+        cls = spec.load()
+        try:
+            env = cls(config)
+        except TypeError as exc:
+            if _takes_config(cls):
+                raise
+            raise PluginError(f"env {spec.name!r} (plugin {spec.plugin or '?'}) cannot be made as "
+                              f"{getattr(cls, '__name__', cls)}(config): {exc}",
+                              hint="an env's __init__ takes one positional argument, its options as an instance "
+                              "of an attrs config class (the class's config_cls or register(config=...)), not "
+                              "keyword options: see docs/plugins.md#a-complete-env") from exc
         if instruction is not None:
             env.instruction = instruction
         return env
@@ -494,3 +505,18 @@ class Registries:
             for spec in reg:
                 out.setdefault(spec.plugin, []).append(spec)
         return out
+
+
+def _takes_config(cls: Any) -> bool:
+    """Whether ``cls(config)`` binds ``config`` to a first positional parameter meant for it: one without a default
+    or defaulting to None (``def __init__(self, size=3)`` would take the config as its size)."""
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return True  # no signature to read: the error stands as raised
+    try:
+        sig.bind(None)
+    except TypeError:
+        return False
+    first = next(iter(sig.parameters.values()))
+    return first.kind is inspect.Parameter.VAR_POSITIONAL or first.default is None or first.default is first.empty

@@ -80,8 +80,9 @@ STARPO = ROOT / "ragen_core" / "starpo"  # the shared StarPO layer (rollout, cha
 #: plugins use instead of 30 private copies (~50), default components offered at registration with the one loader
 #: that reads a trainer's preset for every command (~45), and the def lines and arguments of the helpers that bring
 #: every core function under 60 lines (~40). Issue #17 added 42: RAGEN's own config keys mapped to ragen's in the
-#: unknown-key hint (ragen_keys.py, the core's structuring raises that error)
-FRAMEWORK_AIM, CORE_AIM = 2292, 2912
+#: unknown-key hint (ragen_keys.py, the core's structuring raises that error), and 22: one clear error for an env
+#: class that cannot be constructed as Env(config) (the registry constructs every env)
+FRAMEWORK_AIM, CORE_AIM = 2314, 2934
 
 
 def test_core_is_small() -> None:

@@ -120,3 +120,43 @@ def test_an_env_guide_with_an_unknown_part_or_a_non_string_is_refused_naming_the
             reg.register("bad", "x.y:Z", guide={"howto": "?"})
         with pytest.raises(PluginError, match="bad fields"):
             reg.register("bad2", "x.y:Z", guide={"rules": 3})
+
+
+class _KeywordEnv:
+    """Written with keyword options instead of a config object: ``Env(config)`` passes the config as ``size``."""
+
+    def __init__(self, size: int = 3) -> None:
+        self.cells = list(range(size * size))
+
+
+class _NoArgsEnv:
+    def __init__(self) -> None:
+        self.cells: list[int] = []
+
+
+class _ConfigEnv:
+    """Takes its config, then fails inside with a TypeError of its own: that error stands as raised."""
+
+    def __init__(self, config: object = None) -> None:
+        raise TypeError("a bug inside the env")
+
+
+@pytest.mark.parametrize("cls", [_KeywordEnv, _NoArgsEnv])
+def test_an_env_constructed_the_wrong_way_gets_one_clear_error(cls: type) -> None:
+    reg = EnvRegistry()
+    with reg.owned_by("mine"):
+        reg.register("kw", cls)
+    with pytest.raises(PluginError) as err:
+        reg.make("kw")
+    assert str(err.value).startswith(f"env 'kw' (plugin mine) cannot be made as {cls.__name__}(config): ")
+    assert "one positional argument" in str(err.value.hint) and "attrs config class" in str(err.value.hint)
+    assert "docs/plugins.md" in str(err.value.hint)
+
+
+def test_a_type_error_inside_an_env_taking_its_config_is_not_rewritten() -> None:
+    reg = EnvRegistry()
+    reg.register("cfg", _ConfigEnv)
+    with pytest.raises(TypeError, match="a bug inside the env"):
+        reg.make("cfg")
+    reg.register("counter", CounterEnv, config=CounterConfig)
+    assert reg.make("counter").config == CounterConfig()
