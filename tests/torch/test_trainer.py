@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -186,6 +189,17 @@ def test_replay_reproduces_the_recorded_updates_exactly(two_step_run: Callable[[
     assert res.exit_code == 0, res.output + repr(res.exception)
     replayed = step_lines([json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()])
     assert sorted(replayed) == [1, 2]
+    # the replay's trace: replay.json, a comment atop config.yaml (which still loads), summary.json and report.md
+    source = str(recorded_dir.resolve())
+    trace = {"run_dir": source, "recorded_steps": 2, "steps": [1, 2]}
+    assert json.loads((tmp_path / "b" / "replay.json").read_text()) == trace
+    config_text = (tmp_path / "b" / "config.yaml").read_text()
+    assert config_text.startswith(f"# replay: trains on the rollouts steps 1..2 of {source} (2 recorded)")
+    assert yaml.safe_load(config_text) == yaml.safe_load((recorded_dir / "config.yaml").read_text())
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["replay"] == trace
+    assert f"- replay: trained on the recorded rollouts of steps 1–2 of `{source}` (2 recorded)" in (
+        tmp_path / "b" / "report.md").read_text()
+    assert "replay" not in json.loads((recorded_dir / "summary.json").read_text())
     for step in (1, 2):
         assert replayed[step]["timing_s/gen"] == 0.0  # nothing was sampled
         for key, value in recorded[step].items():
@@ -201,13 +215,41 @@ def test_replay_reproduces_the_recorded_updates_exactly(two_step_run: Callable[[
     assert "critic/vf_loss" in other[1] and "critic/vf_loss" not in recorded[1]
 
 
+def test_a_resumed_replay_goes_on_replaying(two_step_run: Callable[[str], Run], tmp_path: Path) -> None:
+    recorded_dir, recorded_lines = two_step_run("grpo")
+    cli, run = build_cli(build_plugin_manager()), tmp_path / "r"
+    res = CliRunner().invoke(cli, ["train", "trainer.steps=1", "--replay", str(recorded_dir), "--run-dir", str(run)])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert json.loads((run / "replay.json").read_text())["steps"] == [1, 1]
+    res = CliRunner().invoke(cli, ["train", "trainer.steps=2", "--resume", str(run)])  # no --replay: replay.json
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    step2 = step_lines([json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()])[2]
+    assert step2["timing_s/gen"] == 0.0
+    assert step2["rollout/reward_mean"] == step_lines(recorded_lines)[2]["rollout/reward_mean"]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["replay"] == {"run_dir": str(recorded_dir.resolve()), "recorded_steps": 2, "steps": [1, 2]}
+    assert (run / "config.yaml").read_text().startswith("# replay: trains on the rollouts steps 1..2 of ")
+
+
 def test_replay_errors_are_clear(two_step_run: Callable[[str], Run], tmp_path: Path) -> None:
     recorded_dir, _ = two_step_run("grpo")  # rollouts recorded for steps 1 and 2
     cli = build_cli(build_plugin_manager())
+    # more steps than recorded: refused up front (exit 2, one line, naming both numbers), before any model loads or
+    # the warm-start runs, and before a run directory is made
+    started = time.perf_counter()
     res = CliRunner().invoke(cli, ["train", "trainer.steps=3", "--replay", str(recorded_dir),
                                    "--run-dir", str(tmp_path / "b")])
-    assert res.exit_code != 0 and "no rollouts for step 3" in res.output + str(res.exception)
-    assert "it recorded steps 1..2" in res.output + str(res.exception)
+    assert res.exit_code == 2, res.output + repr(res.exception)
+    assert res.output == (f"ragen: error: cannot replay: trainer.steps=3 but {str(recorded_dir)!r} recorded rollouts "
+                          "for 2 step(s) (steps 1..2): replay at most 2 step(s) (trainer.steps=2)\n")
+    assert not (tmp_path / "b").exists() and time.perf_counter() - started < 20
+    # a step missing inside the recording is refused the same way
+    gap = tmp_path / "gap"
+    shutil.copytree(recorded_dir, gap)
+    (gap / "rollouts" / "step_000001.jsonl.gz").unlink()
+    res = CliRunner().invoke(cli, ["train", "--replay", str(gap), "--run-dir", str(tmp_path / "c")])
+    assert res.exit_code == 2 and "(steps 2..2, step 1 missing)" in res.output, res.output
+    assert "record a run with trainer.record_rollouts=true" in res.output
     res = CliRunner().invoke(cli, ["train", "--replay", str(tmp_path / "nothing")])
     assert res.exit_code != 0 and "holds no recorded rollouts" in res.output + str(res.exception)
 

@@ -643,6 +643,17 @@ def learning_line(run: RunData) -> str | None:
     return text + f"; {over:+.1f} points over a random policy with a perfect format ({_fmt(randoms[0])}): {verdict}"
 
 
+def _replay_line(replay: Any) -> str | None:
+    """What a replay (``ragen train --replay``) trained on: the recorded run and its steps; None for a run that
+    sampled its own rollouts."""
+    if not isinstance(replay, dict) or not replay.get("run_dir"):
+        return None
+    steps = replay.get("steps")
+    span = f"steps {steps[0]}–{steps[1]} of " if isinstance(steps, list) and len(steps) == 2 else ""
+    recorded = f" ({replay['recorded_steps']} recorded)" if replay.get("recorded_steps") is not None else ""
+    return f"replay: trained on the recorded rollouts of {span}`{replay['run_dir']}`{recorded}"
+
+
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write ``report.md`` and its plots for the run in ``run_dir`` into ``out`` (default: ``run_dir``);
     returns the path of ``report.md``."""
@@ -658,6 +669,8 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
         if summary.get("stop_reason"):
             status += f", stopped: {summary['stop_reason']}"
         md.append(status)
+    if (line := _replay_line(summary.get("replay") or _read_json(run.run_dir / "replay.json"))) is not None:
+        md.append(f"- {line}")
     best = summary.get("best")
     if isinstance(best, dict) and {"step", "val_success"} <= set(best):
         md.append(f"- best validation: {best['val_success']:.4g} at step {best['step']}"

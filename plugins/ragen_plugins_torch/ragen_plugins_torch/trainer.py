@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from ragen_core.data import read_batches, write_batches
-from ragen_core.errors import RagenError
+from ragen_core.errors import ConfigError, RagenError
 from ragen_core.protocols import DiagnosticContext
 from ragen_core.runner import group_seeds, rollout_metrics, warn_truncation
 from ragen_core.starpo.batching import advantage_input, build_samples, normalise_scores
@@ -150,6 +150,22 @@ class TorchTrainer:
 
     def __init__(self, config: TorchTrainerConfig) -> None:
         self.config = config
+
+    def check_replay(self, replay_dir: Path) -> dict[str, Any]:
+        """Before the run starts (no model loaded): refuse a replay of ``replay_dir`` that needs a step it did not
+        record (``trainer.steps`` past its recording); returns what the run replays (``run_dir``, ``recorded_steps``,
+        ``steps``: the first and last step it will read)."""
+        recorded = recorded_steps(replay_dir)
+        steps = self.config.steps
+        missing = sorted(set(range(1, steps + 1)) - set(recorded))
+        if missing:
+            have = f"steps {recorded[0]}..{recorded[-1]}" if recorded else "none"
+            gap = f", step {missing[0]} missing" if recorded and missing[0] < recorded[-1] else ""
+            fix = (f"replay at most {missing[0] - 1} step(s) (trainer.steps={missing[0] - 1})" if missing[0] > 1
+                   else "record a run with trainer.record_rollouts=true")
+            raise ConfigError(f"cannot replay: trainer.steps={steps} but {str(replay_dir)!r} recorded rollouts for "
+                              f"{len(recorded)} step(s) ({have}{gap}): {fix}")
+        return {"run_dir": str(replay_dir.resolve()), "recorded_steps": len(recorded), "steps": [1, steps]}
 
     # ------------------------------------------------------------------------------------------- set-up
     def _setup(self, run: Any) -> None:
@@ -757,6 +773,12 @@ def adjust_samples(samples: list[Any], multiple: int, mode: str, seed: int = 0) 
 
 def _pad_np(a: np.ndarray, width: int) -> np.ndarray:
     return np.pad(a, ((0, 0), (0, width - a.shape[1])))
+
+
+def recorded_steps(run_dir: Path) -> list[int]:
+    """The steps whose rollouts ``run_dir`` recorded (``rollouts/step_NNNNNN.jsonl.gz``), in order."""
+    return sorted(int(p.name[5:-9]) for p in (Path(run_dir) / "rollouts").glob("step_*.jsonl.gz")
+                  if p.name[5:-9].isdigit())
 
 
 def replayed_rounds(run_dir: Path, step: int) -> list[Any]:
