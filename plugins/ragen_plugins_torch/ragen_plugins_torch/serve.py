@@ -130,9 +130,11 @@ class HFBackend:
     def __init__(self, config: HFBackendConfig) -> None:
         import torch
 
+        from .devices import check_device
         from .models import load_model_and_tokenizer
         from .policy import HFPolicy
 
+        check_device(config.device, config.dtype)  # before loading: one clear ConfigError
         device = config.device if config.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = None if config.dtype == "auto" and not device.startswith("cuda") else (
             "bfloat16" if config.dtype == "auto" else config.dtype)
@@ -525,9 +527,10 @@ def add_serve_command(cli: click.Group) -> None:
     @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
     @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: a free port.")
     @click.option("--name", default=None, help="Model name in /v1/models [default: MODEL].")
-    @click.option("--device", default="auto", show_default=True)
+    @click.option("--device", default="auto", show_default=True,
+                  help="Torch device: auto (cuda when available, else cpu), cpu, cuda, cuda:N or mps.")
     @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
-                  show_default=True)
+                  show_default=True, help="Weights' dtype: auto is bfloat16 on a GPU, float32 on the CPU.")
     @click.option("--max-batch", type=click.IntRange(min=1), default=32, show_default=True,
                   help="Most requests generated together.")
     @click.option("--max-queue", type=click.IntRange(min=1), default=256, show_default=True,
@@ -538,6 +541,9 @@ def add_serve_command(cli: click.Group) -> None:
               max_queue: int, api_key: str | None) -> None:
         """Serve MODEL (a folder, tiny, smollm2-135m, a checkpoint such as RUN/checkpoints/best, or a run) over an
         OpenAI-compatible HTTP API."""
+        from .devices import check_device
+
+        check_device(device, dtype, "--")  # before the model loads
         policy = HFBackend(HFBackendConfig(model=model, device=device, dtype=dtype))  # type: ignore[arg-type]
         server = ModelServer(policy, name=name or model, host=host, port=port, max_batch=max_batch,
                              max_queue=max_queue, api_key=api_key or os.environ.get(API_KEY_ENV) or None)

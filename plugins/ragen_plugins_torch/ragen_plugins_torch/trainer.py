@@ -149,6 +149,9 @@ class TorchTrainer:
     supports_replay = True
 
     def __init__(self, config: TorchTrainerConfig) -> None:
+        from .devices import check_device
+
+        check_device(config.device, config.dtype, "trainer.")  # before any model is loaded: one clear ConfigError
         self.config = config
 
     def check_replay(self, replay_dir: Path) -> dict[str, Any]:
