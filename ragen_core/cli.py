@@ -22,7 +22,18 @@ __all__ = ["REPLAY_FILE", "build_cli", "main", "run_trainer", "split_args"]
 
 
 class _Group(click.Group):
-    """A click group that prints ragen errors as one clear message."""
+    """A click group that prints ragen errors as one clear message, and lists its commands with their whole first
+    sentence (click cuts it to the terminal width with "...")."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=sys.maxsize)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -212,8 +223,13 @@ def _add_trainer_command(cli: click.Group, mode: str) -> None:
     def command(args: tuple[str, ...], run_dir: str | None, resume: str | None, replay: str | None) -> None:
         run_trainer(mode, args, run_dir, resume, replay)
 
+    example = f"ragen {mode} env=sokoban " + ("trainer.steps=50" if mode == "train" else "rollout.val_env_groups=16")
     command.__doc__ = (f"{'Train' if mode == 'train' else 'Evaluate'} with the trainer named in config: "
-                       f"ragen {mode} [CONFIG] [key=value ...]. Without CONFIG, the trainer's embedded preset.")
+                       f"ragen {mode} [CONFIG] [key=value ...]. Without CONFIG, the trainer's embedded preset.\n\n"
+                       "Each key=value sets one config key (a dotted path; the value is YAML) over CONFIG or the "
+                       f"preset, e.g.:\n\n\b\n  {example}\n  ragen {mode} \"envs=[{{name: sokoban, groups: 4}}]\" "
+                       "rollout.max_turn=3\n\n"
+                       f"ragen config show [CONFIG] [key=value ...] prints every key with the value it resolves to.")
     command.help = command.__doc__
 
 

@@ -65,8 +65,8 @@ def add_search_commands(cli: Any) -> None:
     @click.option("--retriever", type=click.Choice(["bm25", "dense"]), default="bm25", show_default=True,
                   help="Retrieval method.")
     @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-    @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
-                  help="Port (0: any free port).")
+    @click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True,
+                  help="Port (0: any free port); not ragen serve's 8000, so both run side by side.")
     @click.option("--top-k", "top_k", type=click.IntRange(1, 100), default=5, show_default=True,
                   help="Hits per query when a request gives no top_k.")
     @click.option("--cache-dir", default=None, metavar="DIR", help="Dense-embedding cache folder.")

@@ -349,7 +349,7 @@ def test_retrieval_serve_help_and_registration() -> None:
     add_search_commands(cli)
     result = CliRunner().invoke(cli, ["retrieval-serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--corpus", "--retriever", "--host", "--port", "bm25|dense", "127.0.0.1", "8000"):
+    for option in ("--corpus", "--retriever", "--host", "--port", "bm25|dense", "127.0.0.1", "8001"):
         assert option in result.output
     bad = CliRunner().invoke(cli, ["retrieval-serve", "--retriever", "tfidf"])
     assert bad.exit_code == 2

@@ -58,7 +58,7 @@ class _Transient(Exception):
 
 
 class RetrievalClient:
-    """Talk to a retrieval server at ``url`` (e.g. ``http://127.0.0.1:8000``).
+    """Talk to a retrieval server at ``url`` (e.g. ``http://127.0.0.1:8001``, ``ragen retrieval-serve``'s default port).
 
     :param url: the server's base URL (``http://`` only; a trailing slash is ignored).
     :param timeout: seconds to wait to connect and for each read.
