@@ -18,7 +18,7 @@ import click
 from ragen_core import __version__
 from ragen_core.errors import ConfigError, PluginLoadError, RagenError
 
-__all__ = ["REPLAY_FILE", "build_cli", "main", "run_trainer", "split_args"]
+__all__ = ["build_cli", "main", "run_trainer", "split_args"]
 
 
 class _Group(click.Group):
@@ -250,8 +250,6 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | Path | None = N
         path = path or str(Path(resume) / "config.yaml")
         if mode == "train":  # training continues in its own directory; an eval of it gets one of its own
             run_dir = resume
-    if mode == "train" and replay is None and resume is not None and (Path(resume) / REPLAY_FILE).is_file():
-        replay = json.loads((Path(resume) / REPLAY_FILE).read_text())["run_dir"]  # a resumed replay goes on replaying
     if replay is not None:
         if not (Path(replay) / "rollouts").is_dir():
             raise RagenError(f"cannot replay: {replay!r} holds no recorded rollouts (no rollouts/ folder)",
@@ -265,55 +263,20 @@ def run_trainer(mode: str, args: tuple[str, ...], run_dir: str | Path | None = N
     resolved = resolve_config(config, registries, pm, strict=True)
     config = resolved.config
     trainer = load_component_class(registries.trainers.get(config.trainer.name))(resolved.trainer)
-    replay_info = None
     if replay is not None:
         if not getattr(trainer, "supports_replay", False):
             raise ConfigError(f"trainer {config.trainer.name!r} cannot replay recorded rollouts")
-        # before any model is loaded: a replay past the recording is refused here (the trainer's check_replay)
-        check = getattr(trainer, "check_replay", None)
-        replay_info = check(Path(replay)) if check is not None else {"run_dir": str(Path(replay).resolve())}
+        if hasattr(trainer, "check_replay"):  # before any model is loaded: a replay past the recording is refused
+            trainer.check_replay(Path(replay))
     if mode == "eval" and resume is not None and run_dir is None:
         run_dir = new_run_dir(Path(resume) / "evals", config.run.name, "eval")  # never the training run's files
     run = start_run(resolved, registries, pm, mode, run_dir, continue_run=mode == "train" and resume is not None)
-    body = getattr(trainer, "train" if mode == "train" else "evaluate")
-    if replay_info is not None:
+    if replay is not None:
         run.state["replay_dir"] = str(replay)
-        _record_replay(run.run_dir, replay_info)
-        body = _replaying(body, replay_info)
     if checkpoint is not None:
         run.state["resume_checkpoint"] = str(checkpoint)
-    result = execute(run, body)
+    result = execute(run, getattr(trainer, "train" if mode == "train" else "evaluate"))
     _print_summary(run.run_dir, result)
-
-
-#: the file of a replay's run directory that names the recorded run it replays (``ragen train --replay``)
-REPLAY_FILE = "replay.json"
-
-
-def _record_replay(run_dir: Path, info: dict[str, Any]) -> None:
-    """Leave a replay's trace in its run directory before it trains: ``replay.json`` (``info``: the recorded run's
-    directory, its count of recorded steps and the steps replayed) and a comment atop ``config.yaml`` (a comment, so
-    the file loads as before, for ``--resume``)."""
-    (run_dir / REPLAY_FILE).write_text(json.dumps(info, indent=2))
-    config = run_dir / "config.yaml"
-    if config.is_file():
-        steps = info.get("steps")
-        span = f"steps {steps[0]}..{steps[1]} of " if isinstance(steps, list) and len(steps) == 2 else ""
-        recorded = f" ({info['recorded_steps']} recorded)" if "recorded_steps" in info else ""
-        config.write_text(f"# replay: trains on the rollouts {span}{info['run_dir']}{recorded} (see {REPLAY_FILE})\n"
-                          + config.read_text())
-
-
-def _replaying(body: Any, info: dict[str, Any]) -> Any:
-    """``body`` whose summary names the replayed run and the recorded steps it trained on (``replay``)."""
-
-    def run_body(run: Any) -> dict[str, Any]:
-        result = dict(body(run) or {})
-        used = {"steps": [1, result["steps"]]} if isinstance(result.get("steps"), int) and result["steps"] else {}
-        result["replay"] = {**info, **used}
-        return result
-
-    return run_body
 
 
 def _latest_checkpoint(run_dir: Path) -> Path:

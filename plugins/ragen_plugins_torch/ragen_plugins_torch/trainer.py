@@ -194,7 +194,8 @@ class TorchTrainer:
         self._load_critic_and_reference(run, folder, dtype, resume)
         self.start_step = 0
         self.empty_steps = 0
-        self.replay_dir = Path(run.state["replay_dir"]) if run.state.get("replay_dir") else None
+        self.replay_dir = Path(run.state["replay_dir"]) if run.state.get("replay_dir") else (
+            resumed_replay(run.run_dir) if resume and run.mode == "train" else None)  # a resumed replay replays on
         self._rounds: list[Any] = []  # this step's rollout rounds: recorded, or being replayed
         self.best = read_best(run.run_dir) if tc.keep_best and resume else None  # a resumed run keeps its best
         if resume:
@@ -269,6 +270,7 @@ class TorchTrainer:
 
         self._setup(run)
         tc = self.config
+        replay = record_replay(run.run_dir, self.check_replay(self.replay_dir)) if self.replay_dir else None
         if (tc.warm_start_steps or tc.dynamics_steps) and not self.start_step:
             self._warm_start(run)
         result: dict[str, Any] = {"status": "completed", "steps": self.start_step, "metrics": {}}
@@ -299,6 +301,8 @@ class TorchTrainer:
                     break
         if self.best is not None:
             result["best"] = dict(self.best)
+        if replay is not None:  # the summary names the recorded run and the steps trained on
+            result["replay"] = {**replay, "steps": [1, result["steps"]]}
         return result
 
     def evaluate(self, run: Any) -> dict[str, Any]:
@@ -782,6 +786,31 @@ def recorded_steps(run_dir: Path) -> list[int]:
     """The steps whose rollouts ``run_dir`` recorded (``rollouts/step_NNNNNN.jsonl.gz``), in order."""
     return sorted(int(p.name[5:-9]) for p in (Path(run_dir) / "rollouts").glob("step_*.jsonl.gz")
                   if p.name[5:-9].isdigit())
+
+
+#: the file of a replay's run directory that names the recorded run it replays (``ragen train --replay``)
+REPLAY_FILE = "replay.json"
+
+
+def resumed_replay(run_dir: Path) -> Path | None:
+    """The recorded run a replay run (resumed with ``--resume``) replays, from its ``replay.json``; None for a run
+    that samples."""
+    path = run_dir / REPLAY_FILE
+    return Path(json.loads(path.read_text())["run_dir"]) if path.is_file() else None
+
+
+def record_replay(run_dir: Path, info: dict[str, Any]) -> dict[str, Any]:
+    """Leave a replay's trace in its run directory before it trains: ``replay.json`` (``info``: the recorded run's
+    directory, its count of recorded steps and the steps replayed) and a comment atop ``config.yaml`` (a comment, so
+    the file loads as before, for ``--resume``). Returns ``info``."""
+    (run_dir / REPLAY_FILE).write_text(json.dumps(info, indent=2))
+    config = run_dir / "config.yaml"
+    text = config.read_text() if config.is_file() else ""
+    if text and not text.startswith("# replay:"):
+        first, last = info["steps"]
+        config.write_text(f"# replay: trains on the rollouts steps {first}..{last} of {info['run_dir']} "
+                          f"({info['recorded_steps']} recorded) (see {REPLAY_FILE})\n" + text)
+    return info
 
 
 def replayed_rounds(run_dir: Path, step: int) -> list[Any]:
