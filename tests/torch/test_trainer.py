@@ -460,3 +460,17 @@ def test_eval_of_a_training_run_writes_into_its_own_folder(two_step_run: Callabl
     summary = json.loads((evals / "summary.json").read_text())
     assert summary["status"] == "completed" and (evals / "config.yaml").exists()
     assert any("val/success" in json.loads(line) for line in (evals / "metrics.jsonl").read_text().splitlines())
+
+
+def test_a_step_the_filter_empties_is_a_warning_and_enough_of_them_stop_the_run(tmp_path: Path) -> None:
+    """Untrained, without a format penalty, every trajectory scores 0: ``include_zero=false`` drops every group."""
+    lines = train(tmp_path / "e", "filter=top_k_abs", "filter.value=2", "filter.include_zero=false",
+                  "rollout.format_penalty=0", "trainer.warm_start_steps=0", "trainer.steps=3",
+                  "trainer.max_empty_steps=2", "run.log_format=json")
+    steps = step_lines(lines)
+    assert sorted(steps) == [1, 2] and all(steps[s]["rollout/empty_after_filter"] == 1.0 for s in (1, 2))
+    warnings = [json.loads(line) for line in OUTPUT[tmp_path / "e"].splitlines()
+                if line.startswith("{") and '"step_skipped"' in line]
+    assert [(w["level"], w["step"], w["consecutive"]) for w in warnings] == [("warning", 1, 1), ("warning", 2, 2)]
+    summary = json.loads((tmp_path / "e" / "summary.json").read_text())
+    assert summary["status"] == "stopped" and "2 consecutive steps had nothing left" in summary["stop_reason"]

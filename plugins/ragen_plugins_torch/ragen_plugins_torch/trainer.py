@@ -398,6 +398,8 @@ class TorchTrainer:
         if not [t for t in kept if t.env_error is None]:
             self.empty_steps += 1
             metrics["rollout/empty_after_filter"] = 1.0
+            run.log.warning("step_skipped", step=step, reason="nothing left to train on after the filter (and env "
+                            "errors)", consecutive=self.empty_steps, stop_after=tc.max_empty_steps)
             if self.empty_steps >= tc.max_empty_steps:
                 ctx.stop_reason = f"{self.empty_steps} consecutive steps had nothing left after filtering"
             return 0.0
