@@ -102,4 +102,12 @@ def info_metrics(trajectories: list[Trajectory]) -> dict[str, float]:
             number = _info_number(value)
             if key not in STANDARD_INFO_KEYS and number is not None:
                 values.setdefault(str(key).replace("/", "_"), []).append(number)
-    return {key: math.fsum(vals) / len(vals) for key, vals in sorted(values.items())}
+    return {key: _mean(vals) for key, vals in sorted(values.items())}
+
+
+def _mean(values: list[float]) -> float:
+    """The mean of finite ``values``, finite itself even when their sum overflows (an env's huge info value)."""
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:
+        return math.fsum(v / len(values) for v in values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ def reference(trajs: list[Trajectory], prefix: str) -> dict[str, float]:
                     continue
                 per_key.setdefault(key.replace("/", "_"), []).append(number)
         for key, vals in per_key.items():
-            out[f"{prefix}/{env}/info/{key}"] = sum(vals) / len(vals)
+            out[f"{prefix}/{env}/info/{key}"] = float(sum(map(Fraction, vals)) / len(vals))  # exact: no overflow
     return out
 
 
@@ -63,6 +64,13 @@ def test_info_metrics_match_a_slow_reference(rows: list[tuple[str, list[dict[str
         assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
     assert all(math.isfinite(v) for v in metrics.values())
     assert not any(k.rsplit("/", 1)[-1] in STANDARD_INFO_KEYS for k in got)
+
+
+def test_huge_info_values_average_to_a_finite_metric() -> None:
+    """Two finite values whose sum overflows a float (hypothesis found it) still average to a finite metric."""
+    big = 8.988465674311579e307
+    trajs = [Trajectory(env="maze", group_id=i, seed=i, turns=[Turn(info={"goals": big})]) for i in range(2)]
+    assert rollout_metrics(RolloutBatch(trajs), "rollout")["rollout/maze/info/goals"] == pytest.approx(big)
 
 
 def test_worked_example_final_info_bools_and_skipped_values() -> None:
