@@ -447,12 +447,12 @@ DEFAULTED = {"filter": "filters", "estimator": "estimators", "trainer": "trainer
 
 
 def with_default_components(config: RagenConfig, registries: Any, derived: dict[str, str] | None = None,
-                            problems: list[str] | None = None) -> RagenConfig:
+                            problems: list[tuple[str, ConfigError]] | None = None) -> RagenConfig:
     """``config`` with each unnamed component section (``filter``, ``estimator``, ``trainer``) naming the one an
     installed plugin offers as the default (:meth:`~ragen_core.registry.Registry.default`); its options stay.
 
     ``derived`` records each filled-in key and its source. With ``problems`` given, a kind without a default is
-    reported there and left unnamed instead of raising."""
+    added there as ``(key, error)`` and left unnamed instead of raising."""
     changes: dict[str, Any] = {}  # section -> Component
     for key, kind in DEFAULTED.items():
         comp: Component = getattr(config, key)
@@ -463,12 +463,11 @@ def with_default_components(config: RagenConfig, registries: Any, derived: dict[
         except ConfigError as exc:
             if problems is None:
                 raise
-            problems.append(f"{key}: {exc.message}")
+            problems.append((key, exc))
             continue
         changes[key] = attrs.evolve(comp, name=spec.name)
         if derived is not None:
-            derived[f"{key}.name"] = (f"the default of plugin {spec.plugin or '?'}" if spec.default else
-                                      f"the only {key} installed (plugin {spec.plugin or '?'})")
+            derived[f"{key}.name"] = f"the default of plugin {spec.plugin or '?'}"
     return attrs.evolve(config, **changes) if changes else config
 
 
@@ -550,12 +549,16 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
             return None  # no default is installed: already in problems
         return _component(reg, comp, path, config, strict, problems)
 
-    derived: dict[str, str] = {}
-    config = with_default_components(config, registries, derived, problems if not strict else None)
-    if not config.envs:
-        component(registries.trainers, config.trainer, "trainer")  # a misspelt trainer (no preset read) first
+    if not config.envs:  # no preset was read: a misspelt or missing trainer is the better message
+        if config.trainer.name:
+            component(registries.trainers, config.trainer, "trainer")
+        elif strict:
+            registries.trainers.default()
         raise ConfigError("the config names no env", hint="set one: env: NAME (or envs: [...]); ragen envs lists "
                           "them, e.g. ragen train env=sokoban")
+    derived: dict[str, str] = {}
+    undefaulted: list[tuple[str, ConfigError]] = []
+    config = with_default_components(config, registries, derived, undefaulted)
     plan = plan_env_groups(config.envs, config.rollout.env_groups, "envs")
     val_choices = config.val_envs or [attrs.evolve(c, groups=None) for c in config.envs]
     val_plan = plan_env_groups(val_choices, config.rollout.val_env_groups, "val_envs")
@@ -567,6 +570,9 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
     resolved.filter = component(registries.filters, config.filter, "filter")
     resolved.estimator = component(registries.estimators, config.estimator, "estimator")
     resolved.trainer = component(registries.trainers, config.trainer, "trainer")
+    if undefaulted and strict:  # after the named components: a misspelt name is the better message
+        raise undefaulted[0][1]
+    problems.extend(f"{key}: {exc.message}" for key, exc in undefaulted)
     if not config.is_explicit("run.name"):
         name = derived_run_name(config, resolved.trainer)
         if name != config.run.name:

@@ -367,9 +367,9 @@ class Registry(Generic[S]):
 
     def default(self) -> S:
         """The component a config that names none of this kind gets: the one a plugin registered with
-        ``default=True``, or the only one registered. None offered, or several, raise :class:`ConfigError`
-        asking the config to name one."""
-        offered = [spec for spec in self if spec.default] or (list(self) if len(self) == 1 else [])
+        ``default=True``. None offered (even when only one is installed: a plugin disabled by the user must not
+        hand its role to whatever is left), or several, raise :class:`ConfigError` asking the config to name one."""
+        offered = [spec for spec in self if spec.default]
         if len(offered) == 1:
             return offered[0]
         if offered:

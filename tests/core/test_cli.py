@@ -62,11 +62,13 @@ def test_config_show_resolves_every_default() -> None:
     assert data["filter"] == {"name": "keep_top", "k": 1}
     assert data["trainer"] == {"name": "toy", "steps": 2}
     assert data["rollout"]["group_size"] == 16
-    defaulted = invoke("config", "show", "env=counter")  # the toy plugin's trainer is the only one
+    defaulted = invoke("config", "show", "env=counter", "filter=keep_top")  # the toy plugin offers its trainer
     assert defaulted.exit_code == 0, defaulted.output
-    assert "# trainer.name: from the only trainer installed (plugin tests.core.toy_plugin) (not set in the config)" in \
+    assert "# trainer.name: from the default of plugin tests.core.toy_plugin (not set in the config)" in \
         defaulted.output
     assert yaml.safe_load(defaulted.output)["trainer"]["name"] == "toy"
+    unoffered = invoke("config", "show", "env=counter")  # keep_top is the only filter, but not offered as default
+    assert "# not resolved: filter: the config names no filter, and no installed plugin offers" in unoffered.output
     unknown = invoke("config", "show", "env=counter", "trainer=torch")
     assert unknown.exit_code == 0 and "# not resolved: trainer: unknown trainer 'torch'" in unknown.output
 

@@ -156,7 +156,8 @@ def test_lenient_resolution_reports_missing_components(toy: tuple[Any, Any]) -> 
     resolved = resolve_config(load_config(overrides=["env=counter", "trainer=nope"]), regs, pm, strict=False)
     assert any("unknown trainer 'nope'" in p for p in resolved.problems)
     data = resolved.to_data()
-    assert data["trainer"] == {"name": "nope"} and data["filter"] == {"name": "keep_top", "k": 2}
+    assert data["trainer"] == {"name": "nope"} and data["filter"] == {"name": ""}  # the toy filter is not offered
+    assert any(p.startswith("filter: the config names no filter") for p in resolved.problems)
 
 
 def test_env_group_plan(toy: tuple[Any, Any]) -> None:

@@ -37,8 +37,11 @@ def test_the_offered_default_wins_over_the_others() -> None:
     assert reg.get("b").describe()["default"] is True and "default" not in reg.get("a").describe()
 
 
-def test_an_only_component_is_the_default() -> None:
-    assert _filters(("solo", False, "p1")).default().name == "solo"
+def test_an_only_component_is_not_chosen_unless_offered() -> None:
+    """Disabling the plugin that offered a default must not hand its role to whatever is left."""
+    with pytest.raises(ConfigError, match="no installed plugin offers a default one") as info:
+        _filters(("solo", False, "p1")).default()
+    assert "known: solo" in (info.value.hint or "")
 
 
 def test_two_offered_defaults_name_both_plugins() -> None:
@@ -67,25 +70,26 @@ def test_a_bad_default_flag_is_a_plugin_error() -> None:
 
 def test_resolution_fills_unnamed_sections_and_keeps_their_options() -> None:
     registries = collect_registries(build_plugin_manager())
-    config = load_config(None, ["env=counter", "filter.k=1"])
+    config = load_config(None, ["env=counter", "filter=keep_top", "trainer.steps=3"])
     derived: dict[str, str] = {}
     filled = with_default_components(config, registries, derived)
-    assert filled.filter == Component(name="keep_top", options={"k": 1})
-    assert filled.trainer.name == "toy" and derived["trainer.name"] == "the only trainer installed (plugin tests.core.toy_plugin)"
-    assert config.filter.name == ""  # the input is not modified
+    assert filled.trainer == Component(name="toy", options={"steps": 3}) and filled.estimator.name == "rtg"
+    assert derived["trainer.name"] == "the default of plugin tests.core.toy_plugin"
+    assert config.trainer.name == ""  # the input is not modified
     resolved = resolve_config(config, registries)
-    assert resolved.config.filter.name == "keep_top" and resolved.filter.k == 1
-    assert {"filter.name", "estimator.name", "trainer.name"} <= set(resolved.derived)
-    named = resolve_config(load_config(None, ["env=counter", "trainer=toy"]), registries)
+    assert resolved.config.trainer.name == "toy" and resolved.trainer.steps == 3
+    assert {"estimator.name", "trainer.name"} <= set(resolved.derived) and "filter.name" not in resolved.derived
+    named = resolve_config(load_config(None, ["env=counter", "filter=keep_top", "trainer=toy"]), registries)
     assert "trainer.name" not in named.derived
 
 
 def test_lenient_resolution_reports_a_kind_without_default(monkeypatch: pytest.MonkeyPatch) -> None:
     registries = collect_registries(build_plugin_manager())
-    registries.trainers.register("other", "tests.core.toy:ToyTrainer")  # two trainers, neither offered
-    config = load_config(None, ["env=counter"])
+    with registries.trainers.owned_by("other"):  # two trainers offered: the config has to name one
+        registries.trainers.register("other", "tests.core.toy:ToyTrainer", default=True)
+    config = load_config(None, ["env=counter", "filter=keep_top"])
     resolved = resolve_config(config, registries, strict=False)
-    assert any(p.startswith("trainer: the config names no trainer") for p in resolved.problems)
+    assert any(p.startswith("trainer: the config names no trainer, and several plugins") for p in resolved.problems)
     assert resolved.trainer is None
     with pytest.raises(ConfigError, match="names no trainer"):
         resolve_config(config, registries)
@@ -129,6 +133,6 @@ def test_the_derived_comment_says_whether_a_plugin_offered_the_default() -> None
     with registries.filters.owned_by("other"):
         registries.filters.register("fair", "tests.core.toy:KeepTopFilter", default=True)
     derived: dict[str, str] = {}
-    filled = with_default_components(load_config(None, ["env=counter"]), registries, derived)
+    filled = with_default_components(load_config(None, ["env=counter"]), registries, derived)  # keep_top: not offered
     assert filled.filter.name == "fair" and derived["filter.name"] == "the default of plugin other"
-    assert derived["estimator.name"] == "the only estimator installed (plugin tests.core.toy_plugin)"
+    assert derived["estimator.name"] == "the default of plugin tests.core.toy_plugin"

@@ -146,7 +146,7 @@ class ToyPlugin:
 
     @hookimpl
     def ragen_register_estimators(self, registry: Any) -> None:
-        registry.register("rtg", "tests.core.toy:ReturnToGo", description="return to go")
+        registry.register("rtg", "tests.core.toy:ReturnToGo", description="return to go", default=True)
 
     @hookimpl
     def ragen_register_diagnostics(self, registry: Any) -> None:
@@ -154,7 +154,7 @@ class ToyPlugin:
 
     @hookimpl
     def ragen_register_trainers(self, registry: Any) -> None:
-        registry.register("toy", "tests.core.toy:ToyTrainer", description="oracle rollouts")
+        registry.register("toy", "tests.core.toy:ToyTrainer", description="oracle rollouts", default=True)
 
 
 def toy_config_overrides() -> list[str]:
