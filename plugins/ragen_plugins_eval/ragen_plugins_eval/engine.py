@@ -245,8 +245,8 @@ def prepare_eval(args: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any], A
             raise ConfigError(f"{run_dir} holds an eval with other settings ({', '.join(diff)})",
                               hint="choose another --run-dir, or continue that eval with --resume DIR")
     spec = registries.policies.get(settings["backend"])
-    backend_config = spec.make_config({"model": settings["model"], **settings["backend_options"]},
-                                      path=f"backend {spec.name}")
+    # errors name the option under the backend's name: "unknown config key 'hf.devic'" for -o devic=...
+    backend_config = spec.make_config({"model": settings["model"], **settings["backend_options"]})
     policy = load_component_class(spec)(backend_config)
     return resolved, registries, pm, settings, policy
 
