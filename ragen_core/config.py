@@ -559,11 +559,7 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
     derived: dict[str, str] = {}
     undefaulted: list[tuple[str, ConfigError]] = []
     config = with_default_components(config, registries, derived, undefaulted)
-    plan = plan_env_groups(config.envs, config.rollout.env_groups, "envs")
-    val_choices = config.val_envs or [attrs.evolve(c, groups=None) for c in config.envs]
-    val_plan = plan_env_groups(val_choices, config.rollout.val_env_groups, "val_envs")
-    _check_envs(plan, "envs", registries)
-    _check_envs(val_plan, "val_envs", registries)
+    plan, val_plan = _env_plans(config, registries)
     config = apply_env_hints(config, registries, derived)
     resolved = ResolvedConfig(config=config, env_plan=plan, val_env_plan=val_plan, problems=problems,
                               derived=derived)
@@ -584,9 +580,25 @@ def resolve_config(config: RagenConfig, registries: Any, pm: Any = None, *, stri
             resolved.diagnostics.append((comp.name, made))
     resolved.sinks = _resolve_sinks(config.sinks, registries)
     if pm is not None and not problems:
-        found = [p for result in pm.hook.ragen_check_config(config=resolved, registries=registries)
-                 for p in (result or [])]
-        if found and strict:
-            raise ConfigError("config check failed:\n  - " + "\n  - ".join(found))
-        problems.extend(found)
+        _plugin_checks(resolved, registries, pm, strict)
     return resolved
+
+
+def _env_plans(config: RagenConfig, registries: Any) -> tuple[list[tuple[str, int, dict[str, Any]]],
+                                                               list[tuple[str, int, dict[str, Any]]]]:
+    """The training and validation env plans (groups per env), each env checked with its options."""
+    plan = plan_env_groups(config.envs, config.rollout.env_groups, "envs")
+    val_choices = config.val_envs or [attrs.evolve(c, groups=None) for c in config.envs]
+    val_plan = plan_env_groups(val_choices, config.rollout.val_env_groups, "val_envs")
+    _check_envs(plan, "envs", registries)
+    _check_envs(val_plan, "val_envs", registries)
+    return plan, val_plan
+
+
+def _plugin_checks(resolved: ResolvedConfig, registries: Any, pm: Any, strict: bool) -> None:
+    """The plugins' cross-field checks (``ragen_check_config``): raised when strict, else added to ``problems``."""
+    found = [p for result in pm.hook.ragen_check_config(config=resolved, registries=registries)
+             for p in (result or [])]
+    if found and strict:
+        raise ConfigError("config check failed:\n  - " + "\n  - ".join(found))
+    resolved.problems.extend(found)

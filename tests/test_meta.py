@@ -84,8 +84,9 @@ STARPO = ROOT / "ragen_core" / "starpo"  # the shared StarPO layer (rollout, cha
 #: class that cannot be constructed as Env(config) (the registry constructs every env), and 14: command listings
 #: that show each command's whole first sentence instead of cutting it (the core's click group) and train's help
 #: example; a replay's trace is the trainer's (the torch plugin writes it), not the core's. Then 6 for reporting a
-#: missing default trainer before a missing env, and 5 (StarPO layer) for a finite mean of huge info values
-FRAMEWORK_AIM, CORE_AIM = 2334, 2954
+#: missing default trainer before a missing env, 5 (StarPO layer) for a finite mean of huge info values, and 6 for
+#: the def lines of resolve_config's env plans and plugin checks (back under 60 lines)
+FRAMEWORK_AIM, CORE_AIM = 2340, 2960
 
 
 def test_core_is_small() -> None:
