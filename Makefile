@@ -38,7 +38,8 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PLUGIN_DISTS)) plugins/ra
 
 setup: system-packages $(STAMP)
 
-# The main job: `ragen train` on the embedded default (tiny model, CPU, RAGEN's Bandit, warm-start + Dr. GRPO).
+# The main job: `ragen train` on the embedded default (tiny model, CPU, RAGEN's FrozenLake on 3x3 maps: dynamics
+# pretraining and a format warm-start, then GiGPO; see docs/training.md).
 train: setup
 	$(VENV)/bin/ragen train
 
