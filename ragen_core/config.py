@@ -197,6 +197,8 @@ class RunConfig:
     :ivar log_format: ``console`` (readable lines), ``json`` (one JSON object per line) or ``auto`` (console on a
         terminal, JSON otherwise).
     :ivar log_level: the lowest level logged: ``debug``, ``info``, ``warning`` or ``error``.
+    :ivar trajectory_samples: trajectories of each step kept in ``samples.jsonl`` for ``ragen report``'s viewer:
+        this many best, worst and random ones (0: none).
     """
 
     name: str = attrs.field(default="ragen", validator=_run_name)
@@ -204,6 +206,7 @@ class RunConfig:
     seed: int = 0
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    trajectory_samples: int = attrs.field(default=2, validator=integer(0, 1_000))
 
 
 @attrs.define

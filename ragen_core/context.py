@@ -12,6 +12,7 @@ import attrs
 from ragen_core.data import RolloutBatch
 from ragen_core.errors import PluginError
 from ragen_core.starpo.metrics import warn_truncation
+from ragen_core.starpo.samples import write_samples
 
 if TYPE_CHECKING:  # pragma: no cover
     from pluggy import HookRelay, PluginManager
@@ -75,12 +76,16 @@ class RunContext:
 
     def end_step(self, ctx: StepContext, metrics: dict[str, Any], source: str, max_new_tokens: int | None = None) -> None:
         """The second half: the driver's ``metrics`` (reported by ``source``), ``ragen_collect_metrics``,
-        ``ragen_on_step_end``, the ``metrics.jsonl`` line and ``ragen_on_metrics``, then a warning when many
-        answers hit ``max_new_tokens`` (default: ``rollout.max_new_tokens``)."""
+        ``ragen_on_step_end``, the ``metrics.jsonl`` line and ``ragen_on_metrics``, the step's trajectory sample
+        (``samples.jsonl``, ``run.trajectory_samples``), then a warning when many answers hit ``max_new_tokens``
+        (default: ``rollout.max_new_tokens``)."""
         ctx.add_metrics(metrics, source=source)
         self.collect_metrics(ctx)
         self.pm.hook.ragen_on_step_end(ctx=ctx)
         self.write_metrics(ctx.step, ctx.metrics)
+        if ctx.batch is not None and self.config.run.trajectory_samples:
+            write_samples(self.run_dir / "samples.jsonl", ctx.step, ctx.batch, self.config.run.trajectory_samples,
+                          seed=self.config.run.seed * 1_000_003 + ctx.step, think=self.config.rollout.think)
         warn_truncation(self.log, ctx.step, ctx.metrics, max_new_tokens or self.config.rollout.max_new_tokens)
 
     def collect_metrics(self, ctx: StepContext) -> None:

@@ -449,9 +449,9 @@ def test_eval_of_a_training_run_writes_into_its_own_folder(two_step_run: Callabl
 
     run_dir = tmp_path / "trained"
     shutil.copytree(two_step_run("grpo")[0], run_dir)
-    files = ("summary.json", "config.yaml", "plugins.json", "metrics.jsonl", "report.md")
+    files = ("summary.json", "config.yaml", "plugins.json", "metrics.jsonl", "report.md", "samples.jsonl")
     before = {name: (run_dir / name).read_bytes() for name in files if (run_dir / name).exists()}
-    assert {"summary.json", "config.yaml", "metrics.jsonl"} <= before.keys()
+    assert {"summary.json", "config.yaml", "metrics.jsonl", "samples.jsonl"} <= before.keys()
     res = CliRunner().invoke(build_cli(build_plugin_manager()), ["eval", "--resume", str(run_dir)])
     assert res.exit_code == 0, res.output + repr(res.exception)
     assert {name: (run_dir / name).read_bytes() for name in before} == before
