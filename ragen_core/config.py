@@ -16,6 +16,7 @@ Components are selected by name: ``filter: top_p`` or ``filter: {name: top_p, va
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -492,7 +493,8 @@ def _register_variants(config: RagenConfig, registries: Any) -> None:
             key = next(iter(spec))
             close = suggest(key, ["env", "params", "instruction", "description", "hints"])
             raise ConfigError(f"unknown config key 'variants.{name}.{key}'",
-                              hint=f"did you mean 'variants.{name}.{close}'?" if close else None)
+                              hint=f"did you mean 'variants.{name}.{close}'?" if close else
+                              f"the env's options go under 'variants.{name}.params'")
         existing = registries.envs.get(name) if name in registries.envs else None
         if (existing is not None and existing.plugin == "config" and existing.env == base
                 and dict(existing.params) == dict(params) and existing.instruction == instruction
@@ -504,15 +506,36 @@ def _register_variants(config: RagenConfig, registries: Any) -> None:
 
 
 def _check_envs(plan: list[tuple[str, int, dict[str, Any]]], path: str, registries: Any) -> None:
-    """Each planned env exists and takes its options (one :class:`ConfigError` naming ``path[i]`` otherwise)."""
+    """Each planned env exists and takes its options (one :class:`ConfigError` naming ``path[i]`` otherwise). A bad
+    option that a variant of the config's ``variants:`` sets is named where the user wrote it,
+    ``variants.NAME.params.KEY``, not under ``path[i].options``."""
     for i, (name, _n, options) in enumerate(plan):
         try:
             spec, params, _ = registries.envs.resolve(name)
-            spec.make_config({**params, **options}, path=f"{path}[{i}].options")
+            try:
+                spec.make_config({**params, **options}, path=f"{path}[{i}].options")
+            except ConfigError as exc:
+                found = re.search(re.escape(f"{path}[{i}].options.") + r"([^.\[':\s]+)", exc.message)
+                owner = _variant_setting(registries.envs, name, found.group(1)) if found and \
+                    found.group(1) not in options else None
+                if owner is None:
+                    raise
+                spec.make_config({**params, **options}, path=f"variants.{owner}.params")  # the same error, there
         except ConfigError:
             raise
         except RagenError as exc:
             raise ConfigError(f"{path}[{i}]: {exc.message}", hint=exc.hint) from None
+
+
+def _variant_setting(envs: Any, name: str, key: str) -> str | None:
+    """The variant declared in the config (``variants:``) whose params give env ``name`` its ``key`` option, nearest
+    first; None when a plugin's variant (or none) sets it."""
+    spec = envs.get(name)
+    while hasattr(spec, "params"):  # an env variant
+        if key in spec.params:
+            return str(spec.name) if spec.plugin == "config" else None
+        spec = envs.get(spec.env)
+    return None
 
 
 def _resolve_sinks(sinks: list[Component], registries: Any) -> list[tuple[str, Any]]:

@@ -184,6 +184,42 @@ def test_variants_declared_in_config(toy: tuple[Any, Any], tmp_path: Path) -> No
         resolve_config(load_config(path, toy_config_overrides()), regs, pm)
 
 
+@pytest.mark.parametrize(("yaml", "key", "hint"), [
+    # a typo in a config variant's params is named where it was written, not under the env's resolved options
+    ("variants: {far: {env: counter, params: {targt: 7}}}\nenvs: [{name: far}]\n",
+     "variants.far.params.targt", "did you mean 'variants.far.params.target'?"),
+    # ... in the variant the used one derives from, too
+    ("variants: {far: {env: counter, params: {targt: 7}}, farther: {env: far, params: {max_actions: 9}}}\n"
+     "envs: [{name: farther}]\n", "variants.far.params.targt", "did you mean 'variants.far.params.target'?"),
+    # a typo in the env's own options stays under envs[i].options, variant or not
+    ("variants: {far: {env: counter, params: {target: 7}}}\nenvs: [{name: far, options: {max_actoins: 3}}]\n",
+     "envs[0].options.max_actoins", "did you mean 'envs[0].options.max_actions'?"),
+    ("envs: [{name: counter, options: {targt: 7}}]\n", "envs[0].options.targt",
+     "did you mean 'envs[0].options.target'?"),
+    # a plugin's variant (counter5) is not the user's text: the user's options are
+    ("envs: [{name: counter5, options: {targt: 7}}]\n", "envs[0].options.targt", "'envs[0].options.target'"),
+    # options written flat beside 'env' belong under params
+    ("variants: {far: {env: counter, targt: 7}}\nenvs: [{name: far}]\n", "variants.far.targt",
+     "the env's options go under 'variants.far.params'"),
+], ids=["variant", "base-variant", "options-over-variant", "options", "plugin-variant", "flat-variant-option"])
+def test_env_option_errors_name_the_key_the_user_wrote(toy: tuple[Any, Any], tmp_path: Path, yaml: str, key: str,
+                                                        hint: str) -> None:
+    pm, regs = toy
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml)
+    with pytest.raises(ConfigError) as err:
+        resolve_config(load_config(path, [o for o in toy_config_overrides() if not o.startswith("env=")]), regs, pm)
+    assert err.value.message == f"unknown config key {key!r}" and hint in (err.value.hint or "")
+
+
+def test_a_bad_variant_value_is_named_under_the_variant(toy: tuple[Any, Any], tmp_path: Path) -> None:
+    pm, regs = toy
+    path = tmp_path / "c.yaml"
+    path.write_text("variants: {far: {env: counter, params: {target: many}}}\nenvs: [{name: far}]\n")
+    with pytest.raises(ConfigError, match=r"^variants\.far\.params\.target: expected an integer"):
+        resolve_config(load_config(path, [o for o in toy_config_overrides() if not o.startswith("env=")]), regs, pm)
+
+
 def test_cross_field_checks_from_plugins(toy: tuple[Any, Any]) -> None:
     pm, regs = toy
 
