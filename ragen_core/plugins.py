@@ -16,6 +16,7 @@ A plugin that fails to import or to register, or that implements a hook that doe
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata as md
 import os
@@ -52,6 +53,7 @@ class PluginInfo:
     distribution: str = ""
     version: str = ""
     status: str = "loaded"  # loaded | blocked | not loaded (autoload off)
+    blocked_by: str = ""  # what blocks it: plugins.disable, RAGEN_DISABLE_PLUGINS or both
 
     def origin(self) -> str:
         """``'entry point X of distribution Y Z'`` for messages."""
@@ -126,7 +128,10 @@ def build_plugin_manager(config: Any = None, *, environ: Mapping[str, str] | Non
     """
     environ = os.environ if environ is None else environ
     pconf = getattr(config, "plugins", config)
-    disabled = set(getattr(pconf, "disable", []) or []) | set(_split(environ.get("RAGEN_DISABLE_PLUGINS")))
+    off = {"plugins.disable": set(getattr(pconf, "disable", []) or []),
+           "RAGEN_DISABLE_PLUGINS": set(_split(environ.get("RAGEN_DISABLE_PLUGINS")))}
+    disabled = {name: " and ".join(by for by, names in off.items() if name in names)  # name -> what blocks it
+                for name in set().union(*off.values())}
     autoload = not _truthy(environ.get("RAGEN_DISABLE_PLUGIN_AUTOLOAD"))
     allow = _split(environ.get("RAGEN_PLUGINS"))
     trace = bool(getattr(pconf, "trace", False)) or _truthy(environ.get("RAGEN_TRACE_HOOKS"))
@@ -152,7 +157,7 @@ def build_plugin_manager(config: Any = None, *, environ: Mapping[str, str] | Non
     return pm
 
 
-def _load_entry_points(pm: RagenPluginManager, disabled: set[str], autoload: bool,
+def _load_entry_points(pm: RagenPluginManager, disabled: dict[str, str], autoload: bool,
                        allow: list[str]) -> dict[str, Any]:
     """Register the ``ragen`` entry points (sorted, each blocked, skipped or loaded); returns them by name."""
     eps = sorted(md.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value))
@@ -163,7 +168,7 @@ def _load_entry_points(pm: RagenPluginManager, disabled: set[str], autoload: boo
                           distribution=getattr(dist, "name", "") or "", version=getattr(dist, "version", "") or "")
         if ep.name in disabled:
             pm.set_blocked(ep.name)
-            pm.infos[ep.name] = attrs.evolve(info, status="blocked")
+            pm.infos[ep.name] = attrs.evolve(info, status="blocked", blocked_by=disabled[ep.name])
             continue
         if not autoload and ep.name not in allow:
             pm.infos[ep.name] = attrs.evolve(info, status="not loaded")
@@ -185,7 +190,7 @@ def _load_entry_points(pm: RagenPluginManager, disabled: set[str], autoload: boo
 
 
 def _load_allowed_modules(pm: RagenPluginManager, allow: list[str], by_name: dict[str, Any],
-                          disabled: set[str]) -> None:
+                          disabled: dict[str, str]) -> None:
     """Register the modules ``RAGEN_PLUGINS`` names that are not entry points (a plugin under development)."""
     for name in allow:
         if name in by_name or name in disabled:
@@ -252,7 +257,32 @@ def collect_registries(pm: pluggy.PluginManager) -> Registries:
                     origin = pm.info(name).origin() if isinstance(pm, RagenPluginManager) else ""
                     raise PluginError(f"plugin {name!r} ({origin}) failed in {hook_name}: "
                                       f"{type(exc).__name__}: {exc}") from exc
+    if isinstance(pm, RagenPluginManager):
+        offers = functools.cache(lambda: _disabled_offers(pm))
+        for kind, registry in registries.all().items():
+            registry.disabled = functools.partial(lambda k: offers()[k], kind)
     return registries
+
+
+def _disabled_offers(pm: RagenPluginManager) -> dict[str, list[tuple[str, str, list[Any] | None]]]:
+    """By registry kind: each blocked plugin, what blocks it, and what it would register (None: unknown, its entry
+    point failed). Loads the blocked plugins into a throwaway manager: only to word an error about a missing name."""
+    import warnings
+
+    out: dict[str, list[tuple[str, str, list[Any] | None]]] = {kind: [] for kind in REGISTRATION_HOOKS.values()}
+    for info in [i for i in pm.infos.values() if i.status == "blocked"]:
+        name, _, value = info.entry_point.partition(" = ")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                throwaway = RagenPluginManager()
+                throwaway.register(md.EntryPoint(name, value, ENTRY_POINT_GROUP).load(), name=name)
+                found: dict[str, Any] | None = collect_registries(throwaway).all()
+        except Exception:
+            found = None
+        for kind, offers in out.items():
+            offers.append((info.name, info.blocked_by, list(found[kind]) if found is not None else None))
+    return out
 
 
 def plugin_infos(pm: RagenPluginManager, registries: Registries | None = None) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ import contextlib
 import importlib
 import inspect
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
@@ -303,6 +303,9 @@ class Registry(Generic[S]):
         self.kind = spec_cls.kind
         self._specs: dict[str, S] = {}
         self._owner = ""
+        #: ``[(plugin, why it is disabled, the specs of this kind it would register or None when unknown)]`` of the
+        #: disabled plugins (:func:`ragen_core.plugins.collect_registries` sets it); called only to word an error
+        self.disabled: Callable[[], list[tuple[str, str, list[Any] | None]]] = list
 
     @contextlib.contextmanager
     def owned_by(self, plugin: str) -> Iterator[None]:
@@ -356,6 +359,11 @@ class Registry(Generic[S]):
             raise self._unknown(name) from None
 
     def _unknown(self, name: str) -> UnknownComponentError:
+        found, unread = self._disabled(lambda spec: spec.name == name)
+        if found:
+            _, plugin, why = found
+            return UnknownComponentError(f"{self.kind} {name!r} is provided by the plugin {plugin!r}, which is "
+                                         f"disabled ({why})", hint=f"enable it: remove {plugin!r} from {why}")
         known = sorted(self._specs)
         close = suggest(str(name), known)
         msg = f"unknown {self.kind} {name!r}"
@@ -363,7 +371,18 @@ class Registry(Generic[S]):
             msg += f"; did you mean {close!r}?"
         hint = f"known {self.kind}s: {', '.join(known)}" if known else (
             f"no {self.kind} is registered: is the plugin providing it installed and not disabled? (ragen plugins)")
-        return UnknownComponentError(msg, hint=hint)
+        return UnknownComponentError(msg, hint=hint + unread)
+
+    def _disabled(self, wanted: Callable[[Any], bool]) -> tuple[tuple[Any, str, str] | None, str]:
+        """``((spec, plugin, why), "")`` for the first disabled plugin that would register a component ``wanted``
+        accepts, else ``(None, "; disabled plugins: ...")`` naming those whose components are unknown (or "")."""
+        unread = []
+        for plugin, why, specs in self.disabled():
+            spec = next((s for s in specs or [] if wanted(s)), None)
+            if spec is not None:
+                return (spec, plugin, why), ""
+            unread += [f"{plugin} ({why})"] if specs is None else []
+        return None, f"; disabled plugins: {', '.join(unread)}" if unread else ""
 
     def default(self) -> S:
         """The component a config that names none of this kind gets: the one a plugin registered with
@@ -377,10 +396,16 @@ class Registry(Generic[S]):
             raise ConfigError(f"the config names no {self.kind}, and several plugins offer a default one: {both}",
                               hint=f"name one: {self.kind}: {offered[0].name}")
         known = self.names()
+        found, unread = self._disabled(lambda spec: spec.default)
+        if found:
+            spec, plugin, why = found
+            raise ConfigError(f"the config names no {self.kind}, and the plugin {plugin!r} that offers the default "
+                              f"one ({spec.name!r}) is disabled ({why})", hint=f"enable it (remove {plugin!r} from "
+                              f"{why}), or name one: {self.kind}: NAME (known: {', '.join(known) or 'none'})")
         raise ConfigError(f"the config names no {self.kind}, and no installed plugin offers a default one",
-                          hint=f"name one: {self.kind}: NAME (known: {', '.join(known)})" if known else
+                          hint=(f"name one: {self.kind}: NAME (known: {', '.join(known)})" if known else
                           f"no {self.kind} is registered: is the plugin providing one installed and not disabled? "
-                          "(ragen plugins)")
+                          "(ragen plugins)") + unread)
 
     def names(self) -> list[str]:
         """Sorted names of all registered components."""

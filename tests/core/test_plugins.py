@@ -11,7 +11,14 @@ import pytest
 
 from ragen_core import hookimpl
 from ragen_core.config import PluginsConfig
-from ragen_core.errors import DuplicateComponentError, MissingPluginError, PluginError, PluginLoadError
+from ragen_core.errors import (
+    ConfigError,
+    DuplicateComponentError,
+    MissingPluginError,
+    PluginError,
+    PluginLoadError,
+    UnknownComponentError,
+)
 from ragen_core.plugins import build_plugin_manager, collect_registries, plugin_infos
 from tests.core.toy import ToyPlugin
 
@@ -89,6 +96,75 @@ def test_broken_plugin_can_be_blocked(site: Path) -> None:
                               environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": "broken,alpha"})
     assert pm.is_blocked("broken")
     assert {p["name"]: p["status"] for p in plugin_infos(pm)}["broken"] == "blocked"
+
+
+TRAINER = """
+from ragen_core import hookimpl
+
+@hookimpl
+def ragen_register_trainers(registry):
+    registry.register("fast", "tests.core.toy:ToyTrainer", default=True)
+"""
+
+
+def _offline(plugins: str = "alpha,beta", **more: str) -> dict[str, str]:
+    """Only the fake plugins ``plugins`` (a disabled one is blocked first, whatever the allow-list says)."""
+    return {"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": plugins, **more}
+
+
+def test_a_name_a_disabled_plugin_provides_says_so(site: Path) -> None:
+    make_dist(site, "fake-a", "1.0", {"alpha": "fake_alpha"}, {"fake_alpha": GOOD})
+    make_dist(site, "fake-b", "1.0", {"beta": "fake_beta"}, {"fake_beta": TRAINER})
+    regs = collect_registries(build_plugin_manager(environ=_offline(RAGEN_DISABLE_PLUGINS="alpha")))
+    assert "fake_alpha" not in sys.modules  # never loaded on the way to a working registry
+    with pytest.raises(UnknownComponentError) as err:
+        regs.envs.get("counter")
+    assert err.value.message == "env 'counter' is provided by the plugin 'alpha', which is disabled " \
+                                "(RAGEN_DISABLE_PLUGINS)"
+    assert err.value.hint == "enable it: remove 'alpha' from RAGEN_DISABLE_PLUGINS"
+    assert regs.trainers.default().name == "fast"  # the enabled plugin's registrations are untouched
+    with pytest.raises(UnknownComponentError) as err:  # a name no disabled plugin has stays a plain unknown one
+        regs.envs.get("nope")
+    assert err.value.message == "unknown env 'nope'" and "disabled" not in err.value.message
+    regs = collect_registries(build_plugin_manager(PluginsConfig(disable=["alpha"]), environ=_offline()))
+    with pytest.raises(UnknownComponentError, match=r"'alpha', which is disabled \(plugins.disable\)"):
+        regs.envs.resolve("counter")
+
+
+def test_a_default_a_disabled_plugin_offers_says_so(site: Path) -> None:
+    make_dist(site, "fake-a", "1.0", {"alpha": "fake_alpha"}, {"fake_alpha": GOOD})
+    make_dist(site, "fake-b", "1.0", {"beta": "fake_beta"}, {"fake_beta": TRAINER})
+    env = _offline(RAGEN_DISABLE_PLUGINS="beta")
+    regs = collect_registries(build_plugin_manager(PluginsConfig(disable=["beta"]), environ=env))
+    with pytest.raises(ConfigError) as err:
+        regs.trainers.default()
+    assert err.value.message == "the config names no trainer, and the plugin 'beta' that offers the default one " \
+                                "('fast') is disabled (plugins.disable and RAGEN_DISABLE_PLUGINS)"
+    assert "enable it (remove 'beta' from plugins.disable and RAGEN_DISABLE_PLUGINS)" in (err.value.hint or "")
+
+
+def test_a_disabled_plugin_that_cannot_load_is_listed_in_the_hint(site: Path) -> None:
+    make_dist(site, "fake-broken", "0.3", {"broken": "fake_broken"}, {"fake_broken": "raise RuntimeError('boom')"})
+    regs = collect_registries(build_plugin_manager(environ=_offline("broken", RAGEN_DISABLE_PLUGINS="broken")))
+    with pytest.raises(UnknownComponentError) as err:
+        regs.envs.get("counter")
+    assert err.value.message == "unknown env 'counter'"
+    assert (err.value.hint or "").endswith("; disabled plugins: broken (RAGEN_DISABLE_PLUGINS)")
+    with pytest.raises(ConfigError, match=r"disabled plugins: broken \(RAGEN_DISABLE_PLUGINS\)"):
+        regs.trainers.default()
+
+
+def test_config_resolution_names_the_disabled_plugin(site: Path) -> None:
+    from ragen_core.config import load_config, resolve_config
+
+    make_dist(site, "fake-a", "1.0", {"alpha": "fake_alpha"}, {"fake_alpha": GOOD})
+    make_dist(site, "fake-b", "1.0", {"beta": "fake_beta"}, {"fake_beta": TRAINER})
+    pm = build_plugin_manager(environ=_offline("beta", RAGEN_DISABLE_PLUGINS="beta"), plugins=[ToyPlugin()])
+    config = load_config(overrides=["env=counter5", "trainer=fast", "filter=keep_top", "estimator=rtg"])
+    with pytest.raises(ConfigError) as err:
+        resolve_config(config, collect_registries(pm), pm)
+    assert str(err.value) == "trainer: trainer 'fast' is provided by the plugin 'beta', which is disabled " \
+                             "(RAGEN_DISABLE_PLUGINS)\n  hint: enable it: remove 'beta' from RAGEN_DISABLE_PLUGINS"
 
 
 def test_autoload_off_loads_only_the_allow_list(site: Path) -> None:
