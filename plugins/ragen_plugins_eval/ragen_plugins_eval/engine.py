@@ -26,7 +26,8 @@ from ragen_core.overrides import parse_override
 from ragen_core.starpo.chat import ChatCodec, system_message, user_message
 from ragen_core.starpo.rollout import make_episodes, run_lockstep
 
-__all__ = ["eval_metrics", "pass_at_k", "prepare_eval", "read_trajectories", "run_eval", "trajectory_record"]
+__all__ = ["eval_metrics", "pass_at_k", "prepare_eval", "progress_note", "read_trajectories", "run_eval",
+           "success_tally", "trajectory_record"]
 
 SETTINGS, TRAJECTORIES = "eval.json", "trajectories.jsonl"
 
@@ -130,6 +131,25 @@ def read_trajectories(path: Path, group_size: int) -> list[dict[str, Any]]:
     return [r for r, k in zip(records, keep) if k]
 
 
+def success_tally(records: list[dict[str, Any]], tally: dict[str, tuple[int, int]] | None = None,
+                  ) -> dict[str, tuple[int, int]]:
+    """``tally`` (default: a new one) updated with ``records``: per env, ``(successes, trajectories)`` over the
+    trajectories without env errors, the population ``eval/ENV/success`` is computed over."""
+    tally = {} if tally is None else tally
+    for r in records:
+        if r["env_error"] is None:
+            wins, n = tally.get(r["env"], (0, 0))
+            tally[r["env"]] = (wins + bool(r["success"]), n + 1)
+    return tally
+
+
+def progress_note(tally: dict[str, tuple[int, int]]) -> str:
+    """The progress bar's note: each env's success rate over all its groups finished so far (a resumed eval's
+    included), e.g. ``(success so far: frozenlake 0.40 · sokoban 0.12)``; "" before any finished."""
+    rates = [f"{env} {wins / n:.2f}" for env, (wins, n) in sorted(tally.items()) if n]
+    return f"(success so far: {' · '.join(rates)})" if rates else ""
+
+
 def _json_default(obj: Any) -> Any:
     return obj.item() if hasattr(obj, "item") else str(obj)
 
@@ -145,13 +165,15 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
     codec = ChatCodec(policy.tokenizer, think=rollout.think)
     groups = [(name, options, settings["seed"] + i) for name, options in settings["envs"]
               for i in range(settings["groups"])]
-    done = {(r["env"], r["seed"]) for r in read_trajectories(path, k)}
+    finished = read_trajectories(path, k)
+    done, tally = {(r["env"], r["seed"]) for r in finished}, success_tally(finished)
+    del finished  # whole conversations: keep only what resuming and the bar need
     size = settings["batch_groups"]
     console = Console(stderr=True)
     columns = [TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("groups {task.fields[note]}"),
                TimeRemainingColumn()]
     with Progress(*columns, console=console, disable=not progress or not console.is_terminal) as bar:
-        task = bar.add_task("eval", total=len(groups), completed=len(done), note="")
+        task = bar.add_task("eval", total=len(groups), completed=len(done), note=progress_note(tally))
         for start in range(0, len(groups), size):
             todo = [(start + j, (name, opts, seed)) for j, (name, opts, seed) in enumerate(groups[start:start + size])
                     if (name, seed) not in done]
@@ -169,15 +191,15 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
                 episodes += made
             batch = run_lockstep(episodes, policy, env_workers=rollout.env_workers)
             run.begin_step(0, batch)  # an evaluation is one step (0) rolled out in batches
-            lines = [json.dumps(trajectory_record(t, ep.env, codec, rollout), default=_json_default) + "\n"
-                     for t, ep in zip(batch, episodes)]
+            records = [trajectory_record(t, ep.env, codec, rollout) for t, ep in zip(batch, episodes)]
+            lines = [json.dumps(r, default=_json_default) + "\n" for r in records]
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write("".join(lines))
                 fh.flush()
                 os.fsync(fh.fileno())
             done.update((name, seed) for _gid, (name, _opts, seed) in todo)
             rate = sum(t.success for t in batch) / len(batch)
-            bar.update(task, completed=len(done), note=f"(last batch: {todo[0][1][0]} success {rate:.2f})")
+            bar.update(task, completed=len(done), note=progress_note(success_tally(records, tally)))
             run.log.info("eval_batch", groups_done=len(done), groups=len(groups), success=round(rate, 4))
     variants = eval_metrics(read_trajectories(path, k), k)
     metrics = {f"eval/{env}/{key}": v for env, m in variants.items() for key, v in m.items()}
