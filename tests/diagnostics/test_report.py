@@ -73,9 +73,14 @@ def test_collapsing_run_report(tmp_path):
     path = write_report(run)
     assert path == run / "report.md"
     text = path.read_text()
-    for png in ("success.png", "reward_std.png", "collapse.png", "filter.png", "echo_trap.png"):
+    for png in ("success.png", "reward.png", "reward_std.png", "rates.png", "collapse.png", "filter.png",
+                "echo_trap.png"):
         assert (run / png).read_bytes().startswith(PNG), png
         assert f"]({png})" in text
+    assert not (run / "losses.png").exists() and not (run / "entropy.png").exists()  # no such metrics
+    page = (run / "report.html").read_text()
+    assert page.count('<img src="data:image/png;base64,') == 7 and "template collapse" in page
+    assert "run.trajectory_samples=N" in page and "run.trajectory_samples=N" in text  # no samples.jsonl
     assert "MI falling while entropy holds" in text and "template collapse" in text
     assert "filter=top_p filter.value=0.9" in text
     assert "reward std collapsed to below 10% of its early level" in text
@@ -136,6 +141,8 @@ def test_without_matplotlib_the_report_says_so(tmp_path, monkeypatch):
     text = write_report(run).read_text()
     assert "Plots skipped: matplotlib is not installed" in text
     assert not (run / "success.png").exists()
+    page = (run / "report.html").read_text()
+    assert "Plots skipped: matplotlib is not installed" in page and "<img" not in page
 
 
 def test_the_report_command(tmp_path):
@@ -151,7 +158,7 @@ def test_the_report_command(tmp_path):
     result = CliRunner().invoke(cli, ["report", str(run), "--out", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == str(tmp_path / "rep" / "report.md")
-    assert (tmp_path / "rep" / "report.md").exists()
+    assert (tmp_path / "rep" / "report.md").exists() and (tmp_path / "rep" / "report.html").exists()
     empty = tmp_path / "empty"
     empty.mkdir()
     result = CliRunner().invoke(cli, ["report", str(empty)])

@@ -1,37 +1,37 @@
 """The run health report: ``ragen report RUN_DIR [--out DIR]`` or :func:`write_report` at the end of a run.
 
 Reads the run directory's ``metrics.jsonl`` (one JSON object per line with a ``step``; several lines of one step
-are merged, later values winning, so a resumed run's repeated steps count once), and ``config.yaml`` and
-``summary.json`` when present. Writes ``report.md`` and PNG plots (matplotlib's Agg renderer, no display needed) to
-the output directory (default: the run directory):
+are merged, later values winning, so a resumed run's repeated steps count once), and ``config.yaml``,
+``summary.json`` and ``samples.jsonl`` when present (:mod:`.report_data`, :mod:`.report_samples`). Writes to the
+output directory (default: the run directory):
 
-- ``success.png``: ``train/success`` and ``val/success`` over steps;
-- ``reward_std.png``: ``rollout/in_group_reward_std`` and ``rollout/filter_kept_ratio`` over steps;
-- ``collapse.png``: per collapse family, MI and H(Z|X) over steps and the path in the (H(Z|X), MI / log N) plane
-  with the regime thresholds, points coloured by regime;
-- ``filter.png``: the reward std of the chosen groups against all groups;
-- ``echo_trap.png``: reasoning duplicate rate and distinct-2 over steps.
+- ``report.md`` and its PNG plots (:mod:`.report_plots`: success, reward, reward std, format-penalty and
+  truncation rates, entropy, losses, response length, collapse, filter effect, echo trap; each only when its
+  metrics exist). Without matplotlib the report is written without plots and says so;
+- ``report.html`` (:mod:`.report_html`): the same report as one self-contained page (plots inlined, no network)
+  with a trajectory viewer over ``samples.jsonl`` (``run.trajectory_samples`` best, worst and random
+  trajectories per step), or how to turn the sample on when the run has none.
 
-Each plot is made only when its metrics exist; without matplotlib the report is written without plots and says
-so. The *Advice* section applies plain rules to the metrics (see :func:`advice`); each line says what it saw, what it
+The *Advice* section applies plain rules to the metrics (see :func:`advice`); each line says what it saw, what it
 means and what to try.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import attrs
+from .report_data import FAMILIES as _FAMILIES
+from .report_data import REGIME_NAMES, RunData, load_run
+from .report_data import read_json as _read_json
+from .report_html import Page, render_html
+from .report_plots import make_plots
+from .report_samples import read_samples
 
-__all__ = ["RunData", "advice", "load_run", "write_report"]
+__all__ = ["RunData", "advice", "learning_line", "load_run", "write_report"]
 
-REGIME_NAMES = ("diverse", "template collapse", "compressed", "low-entropy collapse")
-REGIME_COLOURS = ("#2ca02c", "#ff7f0e", "#1f77b4", "#d62728")
-_FAMILIES = ("first_turn", "trajectory")
 _KEY_METRICS = (
     "train/success", "val/success", "rollout/reward_mean", "rollout/in_group_reward_std",
     "rollout/chosen_in_group_reward_std", "rollout/filter_kept_ratio", "rollout/format_penalty_rate",
@@ -40,97 +40,6 @@ _KEY_METRICS = (
                                                        "conditional_entropy_est", "retrieval_accuracy", "regime")),
     "echo_trap/duplicate_rate", "echo_trap/distinct_2",
 )
-
-
-@attrs.define
-class RunData:
-    """What a run directory holds: metrics merged by step, and the config and summary when present."""
-
-    run_dir: Path
-    steps: dict[int, dict[str, float]]
-    config: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
-    skipped_lines: int = 0
-
-    def series(self, key: str) -> tuple[list[int], list[float]]:
-        """``(steps, values)`` of a metric, in step order, finite values only."""
-        pairs = [(s, m[key]) for s, m in sorted(self.steps.items()) if key in m]
-        return [s for s, _v in pairs], [v for _s, v in pairs]
-
-    def has(self, key: str) -> bool:
-        return any(key in m for m in self.steps.values())
-
-    def setting(self, key: str) -> Any:
-        """The value of a dotted key of ``config.yaml`` (``"rollout.max_new_tokens"``, ``"filter.name"``), or None
-        when the run has no config or the config no such key (e.g. a trainer without that option)."""
-        node: Any = self.config
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return None
-            node = node[part]
-        return node
-
-    def collapse_option(self, name: str, default: float) -> float:
-        """An option of the ``collapse`` diagnostic from ``config.yaml`` (its default when absent)."""
-        for diag in (self.config or {}).get("diagnostics") or []:
-            if isinstance(diag, dict) and diag.get("name") == "collapse":
-                value = diag.get(name, (diag.get("options") or {}).get(name))
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    return float(value)
-        return default
-
-
-def load_run(run_dir: str | Path) -> RunData:
-    """Read ``metrics.jsonl`` (+ ``config.yaml``, ``summary.json``); lines that are not JSON objects with an
-    integer ``step`` are skipped and counted (a crashed run can leave a truncated last line)."""
-    from ragen_core.errors import RagenError
-
-    root = Path(run_dir)
-    path = root / "metrics.jsonl"
-    if not path.is_file():
-        raise RagenError(f"{root} has no metrics.jsonl", hint="give the directory of a run (ragen train writes it)")
-    steps: dict[int, dict[str, float]] = {}
-    skipped = 0
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            skipped += 1
-            continue
-        step = record.get("step") if isinstance(record, dict) else None
-        if isinstance(step, bool) or not isinstance(step, int):
-            skipped += 1
-            continue
-        merged = steps.setdefault(step, {})
-        for key, value in record.items():
-            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool) \
-                    and math.isfinite(value):
-                merged[key] = float(value)
-    return RunData(root, steps, _read_yaml(root / "config.yaml"), _read_json(root / "summary.json"), skipped)
-
-
-def _read_yaml(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 # --------------------------------------------------------------------------------------------- advice
@@ -438,153 +347,6 @@ def _collapse_advice(run: RunData, family: str) -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------------------------- plots
-
-def _figure(rows: int, cols: int, size: tuple[float, float]) -> tuple[Any, Any]:
-    """A figure with fixed margins (an automatic layout engine costs seconds per figure)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size)
-    fig.subplots_adjust(left=0.09, right=0.91 if cols > 1 else 0.96, bottom=0.5 / size[1], top=1 - 0.4 / size[1],
-                        wspace=0.4, hspace=0.6)
-    return fig, fig.subplots(rows, cols, squeeze=False)
-
-
-def _save(fig: Any, path: Path) -> Path:
-    fig.savefig(path, dpi=100, format="png")
-    return path
-
-
-def _line(ax: Any, run: RunData, key: str, label: str, **style: Any) -> bool:
-    steps, values = run.series(key)
-    if not values:
-        return False
-    ax.plot(steps, values, marker="o" if len(values) < 40 else None, markersize=3, label=label, **style)
-    return True
-
-
-def _plot_success(run: RunData, out: Path) -> Path | None:
-    if not (run.has("train/success") or run.has("val/success")):
-        return None
-    fig, axes = _figure(1, 1, (7, 4))
-    ax = axes[0][0]
-    _line(ax, run, "train/success", "train")
-    _line(ax, run, "val/success", "validation")
-    ax.set(xlabel="step", ylabel="success rate", title="Success", ylim=(-0.02, 1.02))
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return _save(fig, out / "success.png")
-
-
-def _plot_reward_std(run: RunData, out: Path) -> Path | None:
-    keys = [k for k in ("rollout/in_group_reward_std", "rollout/filter_kept_ratio") if run.has(k)]
-    if not keys:
-        return None
-    fig, axes = _figure(len(keys), 1, (7, 2.8 * len(keys)))
-    titles = {"rollout/in_group_reward_std": ("in-group reward std", "reward std (mean over groups)"),
-              "rollout/filter_kept_ratio": ("filter kept ratio", "kept groups / groups")}
-    for ax, key in zip((row[0] for row in axes), keys):
-        _line(ax, run, key, titles[key][0])
-        ax.set(xlabel="step", ylabel=titles[key][1], title=titles[key][0])
-        if key == "rollout/filter_kept_ratio":
-            ax.set_ylim(-0.02, 1.05)
-        ax.grid(alpha=0.3)
-    return _save(fig, out / "reward_std.png")
-
-
-def _regime_colours(regimes: dict[int, float], steps: list[int]) -> list[str]:
-    """Each step's regime colour (grey where no regime was reported)."""
-    return [REGIME_COLOURS[int(regimes[s])] if s in regimes and 0 <= regimes[s] < 4 else "#7f7f7f" for s in steps]
-
-
-def _plot_collapse(run: RunData, out: Path) -> Path | None:
-    families = [f for f in _FAMILIES if run.has(f"collapse/{f}/conditional_entropy_est")
-                and run.has(f"collapse/{f}/mi_estimate")]
-    if not families:
-        return None
-    h_thr = run.collapse_option("entropy_threshold", 0.5)
-    mi_thr = run.collapse_option("mi_fraction_threshold", 0.5)
-    fig, axes = _figure(len(families), 2, (12, 4 * len(families)))
-    for (left, plane), family in zip(axes, families):
-        p = f"collapse/{family}/"
-        steps_h, h = run.series(p + "conditional_entropy_est")
-        regimes = dict(zip(*run.series(p + "regime")))
-        for key, label, style in ((p + "mi_estimate", "MI per token", "-"),
-                                  (p + "mi_seq_estimate", "MI sequence", "--")):
-            steps, values = run.series(key)
-            if values:
-                left.plot(steps, values, style, color="#444444", label=label, zorder=1)
-                left.scatter(steps, values, c=_regime_colours(regimes, steps), s=25, zorder=2)
-        left.set(xlabel="step", ylabel="MI (nats)", title=f"{family}: MI and H(Z|X) over steps")
-        right_axis = left.twinx()
-        right_axis.plot(steps_h, h, ":", color="#9467bd", label="H(Z|X) per token")
-        right_axis.set_ylabel("H(Z|X) (nats/token)")
-        right_axis.set_ylim(0, max(max(h), h_thr) * 1.25 or 1.0)
-        handles = left.get_legend_handles_labels()[0] + right_axis.get_legend_handles_labels()[0]
-        left.legend(handles=handles, loc="best", fontsize=8)
-        left.grid(alpha=0.3)
-        entropy = dict(zip(steps_h, h))
-        steps_f, frac = run.series(p + "mi_fraction")
-        points = [(s, entropy[s], v) for s, v in zip(steps_f, frac) if s in entropy]
-        if points:
-            xs, ys = [x for _s, x, _y in points], [y for _s, _x, y in points]
-            plane.plot(xs, ys, "-", color="#bbbbbb", zorder=1)
-            plane.scatter(xs, ys, c=_regime_colours(regimes, [s for s, _x, _y in points]), s=30, zorder=2)
-            for s, x, y in (points[0], points[-1]):
-                plane.annotate(f"step {s}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-            plane.set_xlim(0, max(max(xs), h_thr) * 1.2 or 1.0)
-            plane.set_ylim(min(0.0, min(ys)) - 0.05, max(1.0, max(ys)) + 0.05)
-        plane.axvline(h_thr, color="#888888", linewidth=0.8)
-        plane.axhline(mi_thr, color="#888888", linewidth=0.8)
-        for colour, name in zip(REGIME_COLOURS, REGIME_NAMES):
-            plane.scatter([], [], c=colour, label=name)
-        plane.legend(loc="best", fontsize=8)
-        plane.set(xlabel="H(Z|X) (nats/token)", ylabel="MI / log N", title=f"{family}: regime plane")
-        plane.grid(alpha=0.3)
-    return _save(fig, out / "collapse.png")
-
-
-def _plot_filter(run: RunData, out: Path) -> Path | None:
-    if not (run.has("rollout/chosen_in_group_reward_std") and run.has("rollout/in_group_reward_std")):
-        return None
-    fig, axes = _figure(1, 1, (7, 4))
-    ax = axes[0][0]
-    _line(ax, run, "rollout/in_group_reward_std", "all groups")
-    _line(ax, run, "rollout/chosen_in_group_reward_std", "chosen groups")
-    ax.set(xlabel="step", ylabel="in-group reward std", title="Filter effect: reward std of chosen vs all groups")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return _save(fig, out / "filter.png")
-
-
-def _plot_echo(run: RunData, out: Path) -> Path | None:
-    keys = [k for k in ("echo_trap/duplicate_rate", "echo_trap/cross_group_duplicate_rate", "echo_trap/distinct_2")
-            if run.has(k)]
-    if not keys:
-        return None
-    fig, axes = _figure(1, 1, (7, 4))
-    ax = axes[0][0]
-    for key in keys:
-        _line(ax, run, key, key.split("/", 1)[1].replace("_", " "))
-    ax.set(xlabel="step", ylabel="rate", title="Reasoning repetitiveness (echo trap)", ylim=(-0.02, 1.02))
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return _save(fig, out / "echo_trap.png")
-
-
-_PLOTS = (
-    ("Success", _plot_success, "Training success per step; validation success when validated."),
-    ("Reward std and kept ratio", _plot_reward_std,
-     "In-group reward std is the learning signal of group-relative estimators; the kept ratio is the share of "
-     "groups the filter trains on."),
-    ("Reasoning collapse", _plot_collapse,
-     "MI between input and reasoning and the conditional entropy H(Z|X); colours are regimes (green diverse, orange "
-     "template collapse, blue compressed, red low-entropy collapse); grey lines are the regime thresholds."),
-    ("Filter effect", _plot_filter, "Reward std of the groups the filter kept against all groups."),
-    ("Echo trap", _plot_echo, "How often reasoning strings repeat, and the share of distinct word bigrams."),
-)
-
-
 # --------------------------------------------------------------------------------------------- the report
 
 def _fmt(value: float) -> str:
@@ -604,18 +366,18 @@ def _config_lines(config: dict[str, Any] | None) -> list[str]:
 
     trainer = config.get("trainer")
     if isinstance(trainer, dict):
-        lines.append(f"- trainer: {trainer.get('name', '?')}, model {trainer.get('model', '?')}, "
+        lines.append(f"trainer: {trainer.get('name', '?')}, model {trainer.get('model', '?')}, "
                      f"{trainer.get('steps', '?')} steps")
     envs = config.get("envs")
     if isinstance(envs, list):
-        lines.append("- envs: " + ", ".join(f"{e.get('name')} × {e.get('groups')} groups" for e in envs
+        lines.append("envs: " + ", ".join(f"{e.get('name')} × {e.get('groups')} groups" for e in envs
                                             if isinstance(e, dict)))
     for key in ("filter", "estimator"):
         if key in config:
-            lines.append(f"- {key}: {name(config[key])}")
+            lines.append(f"{key}: {name(config[key])}")
     diags = config.get("diagnostics")
     if isinstance(diags, list) and diags:
-        lines.append("- diagnostics: " + ", ".join(d.get("name", "?") if isinstance(d, dict) else str(d)
+        lines.append("diagnostics: " + ", ".join(d.get("name", "?") if isinstance(d, dict) else str(d)
                                                    for d in diags))
     return lines
 
@@ -654,57 +416,71 @@ def _replay_line(replay: Any) -> str | None:
     return f"replay: trained on the recorded rollouts of {span}`{replay['run_dir']}`{recorded}"
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write ``report.md`` and its plots for the run in ``run_dir`` into ``out`` (default: ``run_dir``);
-    returns the path of ``report.md``."""
-    run = load_run(run_dir)
-    target = Path(out) if out is not None else run.run_dir
-    target.mkdir(parents=True, exist_ok=True)
-    md = [f"# Run report: {run.run_dir.name}", ""]
+def _header_lines(run: RunData) -> list[str]:
+    """The report's opening lines (Markdown ``code`` spans; ``report.md`` lists them, ``report.html`` too)."""
     summary = run.summary or {}
     steps = sorted(run.steps)
-    md.append(f"- run directory: `{run.run_dir}`")
+    lines = [f"run directory: `{run.run_dir}`"]
     if summary:
-        status = f"- status: {summary.get('status', '?')}, steps: {summary.get('steps', '?')}"
-        if summary.get("stop_reason"):
-            status += f", stopped: {summary['stop_reason']}"
-        md.append(status)
+        lines.append(f"status: {summary.get('status', '?')}, steps: {summary.get('steps', '?')}"
+                     + (f", stopped: {summary['stop_reason']}" if summary.get("stop_reason") else ""))
     if (line := _replay_line(summary.get("replay") or _read_json(run.run_dir / "replay.json"))) is not None:
-        md.append(f"- {line}")
+        lines.append(line)
     best = summary.get("best")
     if isinstance(best, dict) and {"step", "val_success"} <= set(best):
-        md.append(f"- best validation: {best['val_success']:.4g} at step {best['step']}"
-                  + (f" (`{best['checkpoint']}`)" if best.get("checkpoint") else ""))
-    md.append(f"- metrics: {len(steps)} logged steps" + (f" ({steps[0]}–{steps[-1]})" if steps else ""))
+        lines.append(f"best validation: {best['val_success']:.4g} at step {best['step']}"
+                     + (f" (`{best['checkpoint']}`)" if best.get("checkpoint") else ""))
+    lines.append(f"metrics: {len(steps)} logged steps" + (f" ({steps[0]}–{steps[-1]})" if steps else ""))
     if (line := learning_line(run)) is not None:
-        md.append(f"- {line}")
+        lines.append(line)
     if run.skipped_lines:
-        md.append(f"- {run.skipped_lines} line(s) of metrics.jsonl were not readable and were skipped")
-    md += _config_lines(run.config)
-    md += ["", "## Advice", ""]
-    md += [f"- {line}" for line in advice(run)]
+        lines.append(f"{run.skipped_lines} line(s) of metrics.jsonl were not readable and were skipped")
+    return lines + _config_lines(run.config)
+
+
+def _key_rows(run: RunData) -> list[tuple[str, str, str, str, str]]:
+    """The key metrics the run has: name, first and last value (with their steps), min, max."""
     rows = []
     for key in _KEY_METRICS:
         s, values = run.series(key)
         if values:
-            rows.append(f"| `{key}` | {_fmt(values[0])} (step {s[0]}) | {_fmt(values[-1])} (step {s[-1]}) | "
-                        f"{_fmt(min(values))} | {_fmt(max(values))} |")
-    if rows:
-        md += ["", "## Key metrics", "", "| metric | first | last | min | max |", "|---|---|---|---|---|", *rows]
+            rows.append((key, f"{_fmt(values[0])} (step {s[0]})", f"{_fmt(values[-1])} (step {s[-1]})",
+                         _fmt(min(values)), _fmt(max(values))))
+    return rows
+
+
+def _markdown(page: Page) -> str:
+    md = [f"# {page.title}", "", *(f"- {line}" for line in page.header), "", "## Advice", ""]
+    md += [f"- {line}" for line in page.advice]
+    if page.rows:
+        md += ["", "## Key metrics", "", "| metric | first | last | min | max |", "|---|---|---|---|---|"]
+        md += [f"| `{key}` | {first} | {last} | {low} | {high} |" for key, first, last, low, high in page.rows]
     md += ["", "## Plots", ""]
-    try:
-        import matplotlib  # noqa: F401 - availability check
-    except ImportError:
-        md.append("Plots skipped: matplotlib is not installed (pip install matplotlib).")
+    md += [f"- {note}" for note in page.notes] + ([""] if page.notes else [])
+    for plot in page.plots:
+        md += [f"### {plot.spec.title}", "", plot.spec.caption, "", f"![{plot.spec.title}]({plot.path.name})", ""]
+    samples = page.samples
+    md += ["## Trajectories", ""]
+    if samples.steps:
+        md.append(f"`samples.jsonl` holds the sampled trajectories of {samples.recorded} steps: open `report.html` "
+                  "for the trajectory viewer.")
     else:
-        made = 0
-        for title, plot, caption in _PLOTS:
-            path = plot(run, target)
-            if path is not None:
-                made += 1
-                md += [f"### {title}", "", caption, "", f"![{title}]({path.name})", ""]
-        if not made:
-            md.append("No plottable metrics.")
+        md.append("No trajectory sample (`samples.jsonl`): `run.trajectory_samples=N` keeps the N best, N worst and "
+                  "N random trajectories of each step for `report.html`'s viewer.")
+    return "\n".join(md).rstrip() + "\n"
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write ``report.md`` with its PNG plots, and ``report.html`` (the same report as one self-contained page,
+    with the trajectory viewer), for the run in ``run_dir`` into ``out`` (default: ``run_dir``); returns the path
+    of ``report.md``."""
+    run = load_run(run_dir)
+    target = Path(out) if out is not None else run.run_dir
+    target.mkdir(parents=True, exist_ok=True)
+    plots, notes = make_plots(run, target)
+    page = Page(f"Run report: {run.run_dir.name}", _header_lines(run), advice(run), _key_rows(run), plots, notes,
+                read_samples(run.run_dir))
     report = target / "report.md"
-    report.write_text("\n".join(md).rstrip() + "\n", encoding="utf-8")
+    report.write_text(_markdown(page), encoding="utf-8", errors="replace")
+    (target / "report.html").write_text(render_html(page), encoding="utf-8", errors="replace")
     return report
