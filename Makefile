@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 # system packages the real prover and the code sandbox use (installed when missing and we are root)
 APT_PACKAGES ?= coq bubblewrap
 
-.PHONY: setup system-packages train test test-fast bench docs clean
+.PHONY: setup system-packages test-packages train test test-fast bench docs clean
 
 system-packages:
 	@missing=""; command -v coqtop >/dev/null || missing="$$missing coq"; \
@@ -18,6 +18,14 @@ system-packages:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "note: install$$missing (apt) for the Coq env and the code sandbox"; fi; fi
+
+# what only the tests need: headless Chromium opens report.html (tests/diagnostics/test_report_html.py); not part of
+# setup, so that `make train` never installs a browser
+test-packages:
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: install chromium (apt) for the report page's browser tests"; fi; fi
 
 # every distribution of the repository: the core (.), the built-in plugins, and the `ragen` meta-distribution
 PLUGIN_DISTS := ragen_plugins_envs ragen_plugins_filters $(sort $(wildcard plugins/ragen_plugins_*))
@@ -44,10 +52,10 @@ train: setup
 	$(VENV)/bin/ragen train
 
 # The whole test suite (slow checks included, as CI runs it).
-test: setup
+test: setup test-packages
 	$(PY) -m pytest
 
-test-fast: setup
+test-fast: setup test-packages
 	$(PY) -m pytest -m "not slow"
 
 bench: setup
