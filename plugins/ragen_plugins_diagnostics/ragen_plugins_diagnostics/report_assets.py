@@ -59,12 +59,12 @@ figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
 .turn-head { display: flex; gap: 10px; align-items: center; flex-wrap: wrap; background: #eef1f5; padding: 6px 10px;
   border-bottom: 1px solid var(--line); border-radius: 6px 6px 0 0; }
 .turn-head .reward { margin-left: auto; font-family: var(--mono); }
-.turn-grid { display: grid; grid-template-columns: minmax(140px, max-content) minmax(0, 1fr); gap: 12px;
+.turn-grid { display: grid; grid-template-columns: fit-content(50%) minmax(0, 1fr); gap: 12px;
   padding: 10px 10px 0; }
 .field h4 { margin: 0 0 3px; font-size: 11px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); }
 .field pre { margin: 0 0 10px; white-space: pre-wrap; overflow-wrap: anywhere; background: #f8f9fb;
   border: 1px solid var(--line); border-radius: 4px; padding: 6px 8px; max-height: 360px; overflow: auto; }
-.field pre.obs { white-space: pre; overflow-wrap: normal; font-size: 14px; line-height: 1.25; max-width: 520px; }
+.field pre.obs { min-width: 140px; font-size: 14px; line-height: 1.25; overflow-wrap: normal; }
 .field pre.error { background: #fdeeee; color: var(--bad); }
 .field .empty, .chips .empty { color: #98a0ad; font-style: italic; }
 .chips { margin-bottom: 10px; }

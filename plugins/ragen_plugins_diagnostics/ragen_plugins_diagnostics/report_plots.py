@@ -76,16 +76,15 @@ def _figure(rows: int, cols: int, size: tuple[float, float], twin: bool = False)
 
 
 def _steps_axis(ax: Any) -> None:
-    """Label the x axis ``step`` and give it integer ticks (never 1.25, 1.5), also when it spans a single step
-    (widened to one step either side). Call it once the data is drawn."""
+    """Label the x axis ``step`` and give it integer ticks (never 1.25, 1.5), also when it spans one or two steps
+    (widened to two steps around their middle). Call it once the data is drawn."""
     from matplotlib.ticker import MaxNLocator
 
     ax.set_xlabel("step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     low, high = ax.get_xlim()
     if high - low < 2:
-        middle = round((low + high) / 2)
-        ax.set_xlim(middle - 1, middle + 1)
+        ax.set_xlim((low + high) / 2 - 1, (low + high) / 2 + 1)
 
 
 def _series(ax: Any, run: RunData, key: str, label: str, colour: str | None = None) -> bool:
