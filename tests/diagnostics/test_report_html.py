@@ -345,7 +345,8 @@ def test_the_viewer_renders_in_chromium(report_dir: Path, tmp_path: Path) -> Non
     assert '<pre class="obs">#####\n#P_X#\n#####</pre>' in dom  # the last step's first trajectory, grid kept
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in dom  # the hostile response, as text
     assert not re.search(r"<img[^>]+src=\"?x", dom)
-    assert "format penalised" in dom and "truncated" in dom
+    assert '<span class="badge bad">format penalised (-0.1)</span>' in dom
+    assert '<span class="badge warn">truncated</span>' in dom
     assert "step 6 (2)" in dom and "2 of 2 trajectories of step 6" in dom
     assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', dom)) == 10
 

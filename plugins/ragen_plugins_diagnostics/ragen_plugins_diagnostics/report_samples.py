@@ -200,7 +200,9 @@ def read_samples(run_dir: str | Path, max_steps: int = MAX_STEPS, max_text: int 
                 fh.seek(offset)
                 if (record := _parse(fh.readline())) is not None:
                     records.append(record)
-            steps[step] = norm.step(records)
+            if records:  # none when the file changed under us (a live run): the step is left out
+                steps[step] = norm.step(records)
+    chosen = [step for step in chosen if step in steps]
     sizes = {step: len(json.dumps(records)) for step, records in steps.items()}
     while len(chosen) > 1 and sum(sizes[s] for s in chosen) > max_bytes:
         chosen = thin(chosen, len(chosen) // 2)
