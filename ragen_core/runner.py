@@ -18,7 +18,8 @@ import yaml
 
 from ragen_core.context import RunContext
 from ragen_core.errors import RagenError
-from ragen_core.log import get_logger
+from ragen_core.log import get_logger, live_display
+from ragen_core.log import progress as progress_display
 from ragen_core.plugins import plugin_infos
 from ragen_core.starpo.chat import ChatCodec, TextTokenizer
 from ragen_core.starpo.metrics import (
@@ -33,6 +34,12 @@ from ragen_core.starpo.rollout import ScriptedPolicy, make_episodes, run_lockste
 
 __all__ = ["STANDARD_INFO_KEYS", "TRUNCATION_WARNING_RATE", "execute", "final_info", "group_seeds", "info_metrics",
            "new_run_dir", "rollout_metrics", "run_scripted", "start_run", "warn_truncation"]
+
+
+#: the numbers of a ``ragen rollout`` step logged on a terminal (JSON logs carry every ``rollout/*`` metric; all are in
+#: ``metrics.jsonl``)
+ROLLOUT_LOG_KEYS = ("rollout/success", "rollout/reward_mean", "rollout/format_penalty_rate", "rollout/turns_mean",
+                    "rollout/filter_kept_ratio")
 
 
 def new_run_dir(output_dir: str | Path, name: str, mode: str) -> Path:
@@ -74,11 +81,30 @@ def start_run(resolved: Any, registries: Any, pm: Any, mode: str, run_dir: str |
     infos = plugin_infos(pm, registries)
     (run_dir / "plugins.json").write_text(json.dumps(infos, indent=2))
     log = get_logger("ragen.run", run=run_dir.name, mode=mode)
-    log.info("config", config=data)
-    log.info("plugins", plugins=[{k: p[k] for k in ("name", "distribution", "version", "status")} for p in infos])
+    if live_display():  # a terminal: one line each; the full config and plugin list are in the run directory
+        log.info("config", summary=config_summary(data, trainer=mode != "rollout"), full=str(run_dir / "config.yaml"))
+        log.info("plugins", loaded=", ".join(p["name"] for p in infos if p["status"] == "loaded"))
+    else:
+        log.info("config", config=data)
+        log.info("plugins", plugins=[{k: p[k] for k in ("name", "distribution", "version", "status")}
+                                     for p in infos])
     run = RunContext(resolved=resolved, registries=registries, pm=pm, run_dir=run_dir, log=log, mode=mode)
     run.hook.ragen_on_run_start(run=run)
     return run
+
+
+def config_summary(data: dict[str, Any], *, trainer: bool = True) -> str:
+    """One line of a resolved config (its ``to_data()``): trainer, model and steps (unless not ``trainer``), envs,
+    rollout shape, filter, estimator."""
+    section, rollout = (data.get("trainer") or {}) if trainer else {}, data.get("rollout") or {}
+    parts = [f"trainer {section.get('name')}" + (f" ({section['model']}, {section.get('steps')} steps)"
+                                                 if "model" in section else "")] if section.get("name") else []
+    envs = [f"{e.get('name')}×{e['groups']}" if e.get("groups") else str(e.get("name")) for e in data.get("envs") or []]
+    parts += [f"envs {', '.join(envs)}",
+              f"rollout {rollout.get('env_groups')}×{rollout.get('group_size')}, {rollout.get('max_turn')} turns"]
+    parts += [f"{key} {(data.get(key) or {}).get('name')}" for key in ("filter", "estimator")
+              if (data.get(key) or {}).get("name")]
+    return " · ".join(parts)
 
 
 def group_seeds(seed_base: int, counter: int, n_groups: int) -> list[int]:
@@ -95,8 +121,7 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
     kept groups), and goes through the step hooks. Metrics go to ``metrics.jsonl``. Returns the run summary; wrap the
     call in :func:`execute` for the run-level hooks.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
 
     cfg, plan = run.config, run.resolved.env_plan
     codec = ChatCodec(TextTokenizer(), think=cfg.rollout.think)
@@ -106,8 +131,7 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
             if run.resolved.filter is not None else None)
     columns = [TextColumn("[bold]rollout"), BarColumn(), TextColumn("step {task.completed}/{task.total}"),
                TextColumn("{task.fields[summary]}"), TimeRemainingColumn()]
-    console = Console(stderr=True)
-    with Progress(*columns, console=console, disable=not progress or not console.is_terminal) as bar:
+    with progress_display(*columns, enabled=progress) as bar:
         task = bar.add_task("rollout", total=steps, summary="")
         for step in range(1, steps + 1):
             t0 = time.perf_counter()
@@ -126,7 +150,8 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
             run.end_step(ctx, {"timing_s/step": time.perf_counter() - t0}, "core")
             result["steps"], result["metrics"] = step, dict(ctx.metrics)
             run.log.info("step", step=step, **{k: round(v, 4) for k, v in ctx.metrics.items()
-                                               if k.startswith("rollout/") and k.count("/") == 1})
+                                               if k.startswith("rollout/") and k.count("/") == 1
+                                               and (k in ROLLOUT_LOG_KEYS or not live_display())})
             bar.update(task, advance=1, summary=f"success {ctx.metrics.get('rollout/success', 0.0):.2f}")
             if ctx.stop_reason:
                 result.update(status="stopped", stop_reason=ctx.stop_reason)

@@ -380,7 +380,10 @@ def test_dense_retriever_caches_embeddings_and_serves(tmp_path: Path, monkeypatc
 
     calls = []
     real_encode = encoder.encode
-    monkeypatch.setattr(encoder, "encode", lambda texts: calls.append(len(texts)) or real_encode(texts))
+    counted: list[int] = []
+    real_encode(["a", "bb b", "c " * 40], progress=counted.append)  # the progress callback counts every text
+    assert sum(counted) == 3
+    monkeypatch.setattr(encoder, "encode", lambda texts, **kw: calls.append(len(texts)) or real_encode(texts, **kw))
     again = DenseRetriever(corpus, cache_dir=tmp_path, encoder=encoder)  # from the cache: no corpus encoding
     assert np.array_equal(again.embeddings, dense.embeddings) and calls == []
     try:

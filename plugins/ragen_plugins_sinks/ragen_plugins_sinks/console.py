@@ -80,6 +80,8 @@ class ConsoleSink:
         from rich.console import Console
         from rich.table import Table
 
+        from ragen_core.log import get_console
+
         suffix = f" · {status}" if final and status else ""
         table = Table(title=f"{self.title} · step {step}{suffix}", title_justify="left")
         table.add_column("metric")
@@ -89,6 +91,8 @@ class ConsoleSink:
             table.add_row(name, *(f"{v:.4g}" for v in values))
         if not table.row_count:
             table.add_row("(none of the chosen metrics)", "", "", "", "")
-        Console(file=sys.stdout if self.config.stream == "stdout" else sys.stderr).print(table)
+        # on standard error, through the logs' console: the table prints above a progress bar, never inside it
+        console = Console(file=sys.stdout) if self.config.stream == "stdout" else get_console()
+        console.print(table)
         self.window.clear()
         self.shown_step = step

@@ -101,6 +101,14 @@ def load_model_and_tokenizer(path: str | os.PathLike[str], *, dtype: Any = None,
     :raises RagenError: a missing path, a folder that lacks weights or tokenizer files, GGUF without ``gguf``,
         anything transformers cannot load.
     """
+    from ragen_core.log import stage
+
+    with stage(f"loading model {os.fspath(path)}", total=3, unit="parts") as advance:
+        return _load(path, dtype, device, gguf_file, advance)
+
+
+def _load(path: str | os.PathLike[str], dtype: Any, device: Any, gguf_file: str | None, advance: Any
+          ) -> tuple[Any, Any]:
     _require_torch_stack()
     name = os.fspath(path)
     if gguf_file is None and name == TINY_NAME:
@@ -121,10 +129,12 @@ def load_model_and_tokenizer(path: str | os.PathLike[str], *, dtype: Any = None,
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     except Exception as exc:
         raise _load_error("tokenizer", what, exc, local=local) from exc
+    advance(1)
     try:
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **kwargs)
     except Exception as exc:
         raise _load_error("model", what, exc, local=local) from exc
+    advance(1)
     if "gguf_file" in kwargs:
         _align_special_tokens(tokenizer, model)
     _prepare_for_generation(tokenizer, model)
@@ -132,6 +142,7 @@ def load_model_and_tokenizer(path: str | os.PathLike[str], *, dtype: Any = None,
         model = model.to(device)
     except Exception as exc:
         raise RagenError(f"could not move model {what} to device {device!r}: {type(exc).__name__}: {exc}") from exc
+    advance(1)
     return model, tokenizer
 
 
@@ -587,7 +598,10 @@ def build_tiny_model(cache_dir: str | os.PathLike[str] | None = None, *, seed: i
     final = model_cache_dir(cache_dir) / f"tiny-{_settings_hash(settings)}"
     if _is_built(final) and not force:
         return final
-    return _build_atomically(final, lambda tmp: _build_tiny(tmp, settings), force=force)
+    from ragen_core.log import stage
+
+    with stage("building the tiny model (once; cached)"):
+        return _build_atomically(final, lambda tmp: _build_tiny(tmp, settings), force=force)
 
 
 def _build_tiny(folder: Path, s: dict[str, Any]) -> dict[str, Any]:
@@ -685,7 +699,10 @@ def convert_smollm2(cache_dir: str | os.PathLike[str] | None = None, force: bool
     final = model_cache_dir(cache_dir) / f"smollm2-135m-instruct-{_settings_hash(settings)}"
     if _is_built(final) and not force:
         return final
-    return _build_atomically(final, lambda tmp: _convert_gguf(tmp, gguf, settings), force=force)
+    from ragen_core.log import stage
+
+    with stage("converting SmolLM2-135M from GGUF (once; cached)"):
+        return _build_atomically(final, lambda tmp: _convert_gguf(tmp, gguf, settings), force=force)
 
 
 def _convert_gguf(folder: Path, gguf: Path, settings: dict[str, Any]) -> dict[str, Any]:

@@ -21,12 +21,16 @@ from typing import Any
 import torch
 
 from ragen_core.errors import ConfigError
+from ragen_core.log import stage
 from ragen_core.starpo.batching import build_samples
 from ragen_core.starpo.chat import ChatCodec
 from ragen_core.starpo.rollout import GenerationRequest, GenerationResult, make_episodes, run_lockstep
 
 from .forward import grouped_logprobs, masked_logprobs
 from .policy import pad_right
+
+#: what the progress line calls each supervised stage (by its log event)
+_STAGE_NAMES = {"warm_start": "format warm-start", "dynamics": "dynamics pretraining"}
 
 __all__ = ["DemoPolicy", "check_demonstration_budget", "demonstration_samples", "demonstration_text",
            "longest_demonstration", "scale_plan", "warm_start"]
@@ -190,18 +194,24 @@ def warm_start(policy: Any, samples: list[Any], *, steps: int, lr: float, batch_
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     rng = random.Random(seed)
     losses = []
-    for step in range(steps):
-        chunk = rng.sample(samples, min(batch_size, len(samples)))
-        ids = pad_right([s.input_ids for s in chunk], policy.pad_id, torch.long).to(policy.device)
-        attn = pad_right([[1] * len(s.input_ids) for s in chunk], 0, torch.long).to(policy.device)
-        mask = pad_right([s.response_mask for s in chunk], 0, torch.float32).to(policy.device)[:, 1:]
-        logp, _ = forward(model, ids, attn, mask > 0)
-        loss = -(logp * mask).sum() / mask.sum().clamp(min=1.0)
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        if log is not None and (step % 10 == 0 or step == steps - 1):
-            log.info(event, step=step, loss=round(losses[-1], 4))
+    with stage(_STAGE_NAMES.get(event, event), total=steps, unit="steps") as advance:
+        for step in range(steps):
+            losses.append(_sft_step(policy, model, forward, opt, rng.sample(samples, min(batch_size, len(samples)))))
+            advance(1)
+            if log is not None and (step % 10 == 0 or step == steps - 1):
+                log.info(event, step=step, loss=round(losses[-1], 4))
     return losses
+
+
+def _sft_step(policy: Any, model: Any, forward: Any, opt: Any, chunk: list[Any]) -> float:
+    """One optimiser step of cross-entropy on ``chunk``'s response tokens; returns the loss."""
+    ids = pad_right([s.input_ids for s in chunk], policy.pad_id, torch.long).to(policy.device)
+    attn = pad_right([[1] * len(s.input_ids) for s in chunk], 0, torch.long).to(policy.device)
+    mask = pad_right([s.response_mask for s in chunk], 0, torch.float32).to(policy.device)[:, 1:]
+    logp, _ = forward(model, ids, attn, mask > 0)
+    loss = -(logp * mask).sum() / mask.sum().clamp(min=1.0)
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return float(loss.item())

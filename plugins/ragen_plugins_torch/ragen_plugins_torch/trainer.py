@@ -22,6 +22,7 @@ import numpy as np
 from ragen_core.data import read_batches, write_batches
 from ragen_core.errors import ConfigError, RagenError
 from ragen_core.protocols import DiagnosticContext
+from ragen_core.registry import with_filter_metrics
 from ragen_core.runner import group_seeds, rollout_metrics, warn_truncation
 from ragen_core.starpo.batching import advantage_input, build_samples, normalise_scores
 from ragen_core.starpo.chat import ChatCodec
@@ -153,6 +154,7 @@ class TorchTrainer:
 
         check_device(config.device, config.dtype, "trainer.")  # before any model is loaded: one clear ConfigError
         self.config = config
+        self._phase: Any = lambda _name: None  # shows the step's phase on the progress bar (set by train)
 
     def check_replay(self, replay_dir: Path) -> dict[str, Any]:
         """Before the run starts (no model loaded): refuse a replay of ``replay_dir`` that needs a step it did not
@@ -265,8 +267,9 @@ class TorchTrainer:
     # ------------------------------------------------------------------------------------------- entry points
     def train(self, run: Any) -> dict[str, Any]:
         """Train for ``steps`` steps (see the module docstring); returns the run summary."""
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        from ragen_core.log import progress, stage
 
         self._setup(run)
         tc = self.config
@@ -275,13 +278,15 @@ class TorchTrainer:
             self._warm_start(run)
         result: dict[str, Any] = {"status": "completed", "steps": self.start_step, "metrics": {}}
         if self.start_step == 0:
-            result["initial_validation"] = self._log_validation(run, 0)
+            with stage("validation at step 0 (and the random baseline)"):
+                result["initial_validation"] = self._log_validation(run, 0)
             self._keep_best(run, 0, result["initial_validation"])
-        console = Console(stderr=True)
         columns = [TextColumn("[bold]train"), BarColumn(), TextColumn("step {task.completed}/{task.total}"),
-                   TextColumn("{task.fields[summary]}"), TimeRemainingColumn()]
-        with Progress(*columns, console=console, disable=not console.is_terminal) as bar:
-            task = bar.add_task("train", total=tc.steps, completed=self.start_step, summary="")
+                   TextColumn("{task.fields[summary]}"), TextColumn("[dim]{task.fields[phase]}"), TimeElapsedColumn(),
+                   TimeRemainingColumn()]
+        with progress(*columns) as bar:
+            task = bar.add_task("train", total=tc.steps, completed=self.start_step, summary="", phase="")
+            self._phase = lambda name: bar.update(task, phase=name)
             for step in range(self.start_step + 1, tc.steps + 1):
                 validate = step == tc.steps or bool(tc.val_every and step % tc.val_every == 0)
                 ctx = self._step(run, step, validate)
@@ -329,6 +334,7 @@ class TorchTrainer:
         torch.manual_seed(cfg.run.seed * 1_000_003 + step)
         seeds = group_seeds(cfg.rollout.seed_train, (step - 1) * cfg.rollout.env_groups, cfg.rollout.env_groups)
         tokens_before = self.policy.generated_tokens
+        self._phase("rollout")
         if self.replay_dir is not None:
             self._rounds = replayed_rounds(self.replay_dir, step)
             batch, gen_s = self._rounds.pop(0), 0.0
@@ -343,6 +349,7 @@ class TorchTrainer:
         kept, loss_scale = self._apply_filter(run, step, batch, metrics)
         if tc.record_rollouts and self.replay_dir is None:
             write_batches(run.run_dir / "rollouts" / f"step_{step:06d}.jsonl.gz", self._rounds)
+        self._phase("update")
         update_s = self._train_on(run, step, ctx, kept, loss_scale, metrics)
         # every rollout round of the step (the first and dynamic sampling's extra ones) counts in the tokens, the
         # generation time and the rollout time alike
@@ -355,7 +362,9 @@ class TorchTrainer:
                                                      / update_s if update_s > 0 else 0.0),
                         "response_length/mean": metrics.get("rollout/response_length_mean", 0.0)})
         if validate:
+            self._phase("validation")
             metrics.update(self._validate(run))
+        self._phase("")
         run.end_step(ctx, metrics, "torch trainer")
         return ctx
 
@@ -384,7 +393,7 @@ class TorchTrainer:
         if hasattr(self.filter, "collect"):  # dynamic sampling: roll out more groups until the batch is full
             kept, selection = self.filter.collect(self._more_groups(run, step), run.config.rollout.env_groups, batch)
         else:
-            selection = self.filter.select(batch)
+            selection = with_filter_metrics(batch, self.filter.select(batch))  # a third party's too (docs/metrics.md)
             kept = batch.select_groups(selection.kept_groups)
         metrics.update(selection.metrics)
         if hasattr(self.filter, "metrics"):

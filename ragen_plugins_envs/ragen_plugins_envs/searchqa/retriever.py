@@ -24,7 +24,7 @@ import importlib.util
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -179,8 +179,9 @@ class MiniLMEncoder:
         self.query_threads = query_threads
         self._lock = threading.Lock()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """``(len(texts), dim)`` float32 unit vectors. Texts are batched by length to limit padding."""
+    def encode(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """``(len(texts), dim)`` float32 unit vectors. Texts are batched by length to limit padding; ``progress``
+        is called with the number of texts of each finished batch."""
         torch = self._torch
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -194,6 +195,8 @@ class MiniLMEncoder:
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
                 out[idx] = pooled.float().numpy()
+                if progress is not None:
+                    progress(len(idx))
         return out
 
 
@@ -233,7 +236,7 @@ class DenseRetriever:
                 cached = None
             if cached is not None and cached.shape == expected and cached.dtype == np.float32:
                 return cached
-        embeddings = self.encoder.encode([doc.searchable for doc in self.corpus])
+        embeddings = self._embed_corpus()
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=".tmp-", suffix=".npy")
@@ -244,6 +247,24 @@ class DenseRetriever:
         except OSError:
             pass  # an unwritable cache only costs re-embedding next time
         return embeddings
+
+    def _embed_corpus(self) -> np.ndarray:
+        """Every document's embedding, with a progress line on a terminal and a log line at each tenth (a large
+        corpus takes minutes on a CPU)."""
+        from ragen_core.log import get_logger, stage
+
+        log, total, done = get_logger("ragen.searchqa"), len(self.corpus), [0]
+        log.info("embedding_corpus", documents=total, cache=str(self.cache_path))
+
+        def advance(n: int) -> None:
+            tenth = 10 * done[0] // max(total, 1)
+            done[0] += n
+            bar(n)
+            if 10 * done[0] // max(total, 1) > tenth:
+                log.info("embedding_corpus", done=done[0], documents=total)
+
+        with stage("embedding the corpus for dense retrieval (once; cached)", total=total, unit="documents") as bar:
+            return self.encoder.encode([doc.searchable for doc in self.corpus], progress=advance)
 
     def search(self, query: str, k: int) -> list[Hit]:
         return self.search_batch([query], k)[0]
