@@ -162,10 +162,20 @@ def _add_config_commands(cli: click.Group) -> None:
 
     @config_grp.command("show", context_settings={"ignore_unknown_options": True})
     @click.argument("args", nargs=-1)
-    def config_show(args: tuple[str, ...]) -> None:
-        """Print the resolved config (every default filled in): ragen config show [CONFIG] [key=value ...]."""
+    @click.option("--command", type=click.Choice(["train", "rollout", "eval"]), default="train", show_default=True,
+                  help="The command whose run config to preview; with eval, ARGS are ragen eval's (-m, --env, ...).")
+    def config_show(args: tuple[str, ...], command: str) -> None:
+        """Print the resolved config (every default filled in) that `ragen COMMAND [CONFIG] [key=value ...]` would
+        run, as its run directory's config.yaml holds it."""
         import yaml
 
+        if command == "eval":  # the eval plugin's command resolves its own flags: ask it, loading no model
+            ctx = click.get_current_context().find_root()
+            found = ctx.command.get_command(ctx, "eval") if isinstance(ctx.command, click.Group) else None
+            if found is None:
+                raise RagenError("ragen eval is not installed", hint="pip install ragen-plugins-eval")
+            found.main([*args, "--show-config"], prog_name="ragen eval", standalone_mode=False)
+            return
         resolved, _r, _pm = _setup(args, strict=False)
         for problem in resolved.problems:
             click.echo(f"# not resolved: {problem}")

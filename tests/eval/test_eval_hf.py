@@ -131,3 +131,20 @@ def test_the_best_checkpoint_loads_by_its_folder_and_run_colon_best_is_refused(t
     with pytest.raises(RagenError, match="kept no best checkpoint") as err:
         resolve_checkpoint(str(bare / "checkpoints" / "best"))
     assert "trainer.keep_best=false" in err.value.hint
+
+
+def test_config_show_previews_exactly_the_config_an_eval_writes(tmp_path: Path) -> None:
+    """``ragen config show --command eval ARGS`` (and ``ragen eval ARGS --show-config``) print the eval's
+    ``config.yaml`` before any model is loaded."""
+    args = ["-m", "tiny", "--env", "bandit", "--groups", "1", "--group-size", "2", "--temperature", "0.5",
+            "rollout.max_new_tokens=8", "run.log_level=error"]
+    shown = ragen("config", "show", "--command", "eval", *args)
+    assert shown.exit_code == 0, shown.output + repr(shown.exception)
+    direct = ragen("eval", *args, "--show-config")
+    assert direct.exit_code == 0 and direct.output == shown.output
+    assert not list(tmp_path.iterdir())  # nothing written
+    res = ragen("eval", *args, "--run-dir", str(tmp_path / "e"))
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert (tmp_path / "e" / "config.yaml").read_text() == shown.output
+    bad = ragen("config", "show", "--command", "eval", "--env", "bandit")  # eval's own errors, unchanged
+    assert bad.exit_code != 0 and "--model" in bad.output

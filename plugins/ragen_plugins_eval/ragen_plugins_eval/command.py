@@ -42,6 +42,8 @@ def add_eval_command(cli: click.Group) -> None:
                   help="Continue the eval in this directory. With a training run (and no --model): validate its "
                        "latest checkpoint with the trainer, in a new folder RUN/evals/NAME-eval-STAMP (the training "
                        "run's files are never written).")
+    @click.option("--show-config", is_flag=True,
+                  help="Print the resolved config this eval would run (its config.yaml) and exit; loads no model.")
     def eval_cmd(args: tuple[str, ...], model: str | None, resume: str | None, run_dir: str | None,
                  **opts: Any) -> None:
         """Evaluate a model on env variants: ragen eval --model MODEL [CONFIG] [key=value ...].
@@ -61,14 +63,20 @@ def _eval(args: tuple[str, ...], model: str | None, resume: str | None, run_dir:
     from .engine import SETTINGS, prepare_eval, run_eval
 
     if model is None and not (resume and (Path(resume) / SETTINGS).exists()):
-        if any(v not in (None, ()) for k, v in opts.items() if k != "batch_groups"):
+        if any(v not in (None, (), False) for k, v in opts.items() if k != "batch_groups"):
             raise click.UsageError("--env, --groups, ... need --model (or --resume of an eval)")
         run_trainer("eval", args, run_dir, resume)
         return
     path, overrides = split_args(args)
+    show = opts.pop("show_config", False)
     resolved, registries, pm, settings, policy = prepare_eval(
         {**opts, "model": model, "resume": resume, "run_dir": run_dir, "config_path": path,
-         "overrides": overrides})
+         "overrides": overrides}, load_policy=not show)
+    if show:
+        import yaml
+
+        click.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False, allow_unicode=True), nl=False)
+        return
     continuing = resume is not None or (run_dir is not None and (Path(run_dir) / SETTINGS).exists())
     run = start_run(resolved, registries, pm, "eval", resume or run_dir, continue_run=continuing)
     (run.run_dir / SETTINGS).write_text(json.dumps(settings, indent=2))

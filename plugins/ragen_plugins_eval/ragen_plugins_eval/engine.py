@@ -158,8 +158,9 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
     """Roll out every group of ``settings`` not yet in ``trajectories.jsonl``, ``batch_groups`` groups at a time
     (a policy with a ``seed(n)`` method is seeded before each batch), appending each batch's trajectories; write the
     metrics of all groups in the file to ``metrics.jsonl`` (step 0, ``eval/ENV/NAME``) and return the summary."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+
+    from ragen_core.log import progress as progress_display
 
     rollout, k, path = run.config.rollout, settings["group_size"], Path(run.run_dir) / TRAJECTORIES
     codec = ChatCodec(policy.tokenizer, think=rollout.think)
@@ -169,10 +170,9 @@ def run_eval(run: Any, policy: Any, settings: dict[str, Any], *, progress: bool 
     done, tally = {(r["env"], r["seed"]) for r in finished}, success_tally(finished)
     del finished  # whole conversations: keep only what resuming and the bar need
     size = settings["batch_groups"]
-    console = Console(stderr=True)
     columns = [TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("groups {task.fields[note]}"),
                TimeRemainingColumn()]
-    with Progress(*columns, console=console, disable=not progress or not console.is_terminal) as bar:
+    with progress_display(*columns, enabled=progress) as bar:
         task = bar.add_task("eval", total=len(groups), completed=len(done), note=progress_note(tally))
         for start in range(0, len(groups), size):
             todo = [(start + j, (name, opts, seed)) for j, (name, opts, seed) in enumerate(groups[start:start + size])
@@ -243,10 +243,10 @@ def _pick_backend(registries: Any, model: str, name: str | None) -> Any:
     return found[0]
 
 
-def prepare_eval(args: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any], Any]:
+def prepare_eval(args: dict[str, Any], *, load_policy: bool = True) -> tuple[Any, Any, Any, dict[str, Any], Any]:
     """Check the command's arguments (``config_path``, ``overrides``, ``model``, ``envs``, ``groups``, ...) and load
-    the policy: returns ``(resolved config, registries, plugin manager, settings, policy)``. Bad input raises one
-    :class:`RagenError` before anything is written."""
+    the policy (None without ``load_policy``: ``--show-config``): returns ``(resolved config, registries, plugin
+    manager, settings, policy)``. Bad input raises one :class:`RagenError` before anything is written."""
     from ragen_core.log import configure_logging
     from ragen_core.plugins import build_plugin_manager, collect_registries, load_component_class
 
@@ -269,7 +269,7 @@ def prepare_eval(args: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any], A
     spec = registries.policies.get(settings["backend"])
     # errors name the option under the backend's name: "unknown config key 'hf.devic'" for -o devic=...
     backend_config = spec.make_config({"model": settings["model"], **settings["backend_options"]})
-    policy = load_component_class(spec)(backend_config)
+    policy = load_component_class(spec)(backend_config) if load_policy else None
     return resolved, registries, pm, settings, policy
 
 
