@@ -541,9 +541,12 @@ def add_serve_command(cli: click.Group) -> None:
               max_queue: int, api_key: str | None) -> None:
         """Serve MODEL (a folder, tiny, smollm2-135m, a checkpoint such as RUN/checkpoints/best, or a run) over an
         OpenAI-compatible HTTP API."""
+        from ragen_core.log import configure_logging
+
         from .devices import check_device
 
         check_device(device, dtype, "--")  # before the model loads
+        configure_logging("auto", "warning")  # on a terminal: the model's loading progress on standard error
         policy = HFBackend(HFBackendConfig(model=model, device=device, dtype=dtype))  # type: ignore[arg-type]
         server = ModelServer(policy, name=name or model, host=host, port=port, max_batch=max_batch,
                              max_queue=max_queue, api_key=api_key or os.environ.get(API_KEY_ENV) or None)
