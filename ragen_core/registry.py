@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
@@ -54,6 +55,7 @@ __all__ = [
     "TrainerSpec",
     "load_object",
     "suggest",
+    "with_filter_metrics",
 ]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -211,6 +213,43 @@ class FilterSpec(ComponentSpec):
     """A rollout filter: selects which groups of a rollout batch train."""
 
     kind: ClassVar[str] = "filter"
+
+
+def with_filter_metrics(batch: Any, result: Any) -> Any:
+    """``result``, a filter's :class:`~ragen_core.protocols.FilterResult` for ``batch``, with the metrics that
+    docs/metrics.md promises for every filter added where the filter did not report them (its own values win:
+    dynamic sampling's cover all its rollout rounds). Whoever calls a filter's ``select`` applies it (the trainers,
+    ``ragen rollout``), so a third party's filter reports them as the built-ins compute them:
+
+    - ``rollout/in_group_reward_std|max|mean``: over the groups holding a trajectory without an env error, the mean
+      of each group's unbiased std, max and mean trajectory score (those trajectories only);
+      ``rollout/chosen_in_group_reward_*``: the same over the kept groups (0 when none is kept);
+    - ``rollout/filter_kept_count``, ``rollout/filter_kept_ratio`` (of the batch's groups),
+      ``rollout/filter_failed_groups`` (groups whose every trajectory had an env error) and
+      ``rollout/filter_loss_scale`` 1 (what a trainer uses when the filter gives none).
+    """
+    kept, groups = set(result.kept_groups), batch.groups()
+    usable = {g: [float(t.score) for t in ts if t.env_error is None] for g, ts in groups.items()}
+    scored = {g: scores for g, scores in usable.items() if scores}
+    out = {"rollout/filter_kept_count": float(len(kept)),
+           "rollout/filter_kept_ratio": len(kept) / len(groups) if groups else 0.0,
+           "rollout/filter_loss_scale": 1.0, "rollout/filter_failed_groups": float(len(groups) - len(scored))}
+    for prefix, ids in (("rollout/in_group_reward", list(scored)),
+                        ("rollout/chosen_in_group_reward", [g for g in scored if g in kept])):
+        for name, stat in (("std", _unbiased_std), ("max", max), ("mean", _mean)):
+            values = [stat(scored[g]) for g in ids]
+            out[f"{prefix}_{name}"] = math.fsum(v / len(values) for v in values) if values else 0.0
+    return attrs.evolve(result, metrics={**result.metrics, **{k: v for k, v in out.items() if k not in result.metrics}})
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def _unbiased_std(values: list[float]) -> float:
+    """The ``n - 1`` standard deviation (0 for one value), as the filters plugin ranks by."""
+    m = _mean(values)
+    return math.sqrt(math.fsum((v - m) * (v - m) for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
 
 
 @attrs.frozen(kw_only=True)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragen_core.protocols import FilterResult
+from ragen_core.registry import with_filter_metrics
 
 from .dataproto import from_dataproto_rows, to_rollout_batch
 
@@ -28,7 +29,7 @@ __all__ = ["FilteringReplayBuffer", "filter_dataproto", "kept_rows"]
 def kept_rows(data: Any, filt: Any) -> tuple[list[int], FilterResult, list[Any]]:
     """Rows of ``data`` in the groups ``filt`` keeps, the filter's result, and the kept ``uid`` values."""
     batch, uids = to_rollout_batch(data)
-    result = filt.select(batch)
+    result = with_filter_metrics(batch, filt.select(batch))  # a third party's filter too (docs/metrics.md)
     keep = {uids[g] for g in result.kept_groups}
     rows = [i for i, u in enumerate(data.non_tensor_batch["uid"]) if u in keep]
     return rows, result, sorted(keep, key=str)
