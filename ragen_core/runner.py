@@ -21,6 +21,7 @@ from ragen_core.errors import RagenError
 from ragen_core.log import get_logger, live_display
 from ragen_core.log import progress as progress_display
 from ragen_core.plugins import plugin_infos
+from ragen_core.registry import with_filter_metrics
 from ragen_core.starpo.chat import ChatCodec, TextTokenizer
 from ragen_core.starpo.metrics import (
     STANDARD_INFO_KEYS,
@@ -30,7 +31,7 @@ from ragen_core.starpo.metrics import (
     rollout_metrics,
     warn_truncation,
 )
-from ragen_core.starpo.rollout import ScriptedPolicy, make_episodes, run_lockstep
+from ragen_core.starpo.rollout import ScriptedPolicy, extra_round, make_episodes, run_lockstep
 
 __all__ = ["STANDARD_INFO_KEYS", "TRUNCATION_WARNING_RATE", "execute", "final_info", "group_seeds", "info_metrics",
            "new_run_dir", "rollout_metrics", "run_scripted", "start_run", "warn_truncation"]
@@ -137,16 +138,12 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
             t0 = time.perf_counter()
             seeds = group_seeds(cfg.rollout.seed_train, counter, cfg.rollout.env_groups)
             counter += cfg.rollout.env_groups
-            episodes = make_episodes(run.registries.envs, plan, seeds=seeds, group_size=cfg.rollout.group_size,
-                                     config=cfg.rollout, codec=codec)
-            batch = run_lockstep(episodes, ScriptedPolicy.for_episodes(episodes, policy, seed=cfg.run.seed + step),
-                                 env_workers=cfg.rollout.env_workers)
+            batch = _scripted_batch(run, plan, seeds, codec, policy, cfg.run.seed + step)
             ctx = run.begin_step(step, batch)
             ctx.add_metrics(rollout_metrics(batch), source="core")
             if filt is not None:
-                selection = filt.select(batch)
-                ctx.kept = batch.select_groups(selection.kept_groups)
-                ctx.add_metrics(selection.metrics, source=f"filter {cfg.filter.name}")
+                ctx.kept, metrics = _filtered(run, filt, batch, step, codec, policy)
+                ctx.add_metrics(metrics, source=f"filter {cfg.filter.name}")
             run.end_step(ctx, {"timing_s/step": time.perf_counter() - t0}, "core")
             result["steps"], result["metrics"] = step, dict(ctx.metrics)
             run.log.info("step", step=step, **{k: round(v, 4) for k, v in ctx.metrics.items()
@@ -157,6 +154,36 @@ def run_scripted(run: RunContext, *, policy: str = "random", steps: int = 1, pro
                 result.update(status="stopped", stop_reason=ctx.stop_reason)
                 break
     return result
+
+
+def _scripted_batch(run: RunContext, plan: Any, seeds: list[int], codec: ChatCodec, policy: str, seed: int) -> Any:
+    cfg = run.config.rollout
+    episodes = make_episodes(run.registries.envs, plan, seeds=seeds, group_size=cfg.group_size, config=cfg,
+                             codec=codec)
+    return run_lockstep(episodes, ScriptedPolicy.for_episodes(episodes, policy, seed=seed),
+                        env_workers=cfg.env_workers)
+
+
+def _filtered(run: RunContext, filt: Any, batch: Any, step: int, codec: ChatCodec, policy: str
+              ) -> tuple[Any, dict[str, float]]:
+    """The kept groups and the filter's metrics (with every filter's in-group statistics); a dynamic-sampling
+    filter (one with ``collect``) rolls out extra rounds as the trainers do (:func:`extra_round`)."""
+    if hasattr(filt, "collect"):
+        rounds = [0]
+
+        def more(n: int) -> Any:
+            rounds[0] += 1
+            plan, seeds, base = extra_round(run.resolved.env_plan, run.config.rollout.seed_train, step, rounds[0], n)
+            extra = _scripted_batch(run, plan, seeds, codec, policy, run.config.run.seed + base)
+            for traj in extra:
+                traj.group_id += base
+            return extra
+
+        kept, selection = filt.collect(more, run.config.rollout.env_groups, batch)
+    else:
+        selection = with_filter_metrics(batch, filt.select(batch))
+        kept = batch.select_groups(selection.kept_groups)
+    return kept, {**selection.metrics, **(filt.metrics() if hasattr(filt, "metrics") else {})}
 
 
 def execute(run: RunContext, body: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ragen_core.data import RolloutBatch, Trajectory, Turn
 from ragen_core.starpo.chat import ChatCodec, TextTokenizer, parse_response, system_message, user_message
 
 __all__ = ["EnvCall", "Episode", "GenerationRequest", "GenerationResult", "Policy", "ScriptedPolicy",
-           "is_truncated", "make_episodes", "run_async", "run_lockstep"]
+           "extra_round", "is_truncated", "make_episodes", "run_async", "run_lockstep"]
 
 
 @attrs.frozen
@@ -234,6 +234,17 @@ def _summary(history: list[tuple[str, str]], user: str) -> str:
         return user
     lines = ["Earlier turns:"] + [f"- Turn {i}: you answered {r.strip()!r}" for i, (_u, r) in enumerate(history, 1)]
     return "\n".join(lines) + "\n\n" + user
+
+
+def extra_round(plan: Iterable[tuple[str, int, dict[str, Any]]], seed_train: int, step: int, round_: int, n: int
+                ) -> tuple[list[tuple[str, int, dict[str, Any]]], list[int], int]:
+    """Dynamic sampling's extra rollout round ``round_`` (1, 2, ...) of ``step``: the plan of ``n`` one-group
+    entries cycling over the env plan's groups, their seeds, and the offset to add to their group ids, so that no
+    other round or step shares a seed or a group id."""
+    base = 10**7 + step * 10**4 + round_ * 10**3
+    slots = [(name, opts) for name, groups, opts in plan for _ in range(groups)]
+    return ([(slots[i % len(slots)][0], 1, slots[i % len(slots)][1]) for i in range(n)],
+            [seed_train + base + i for i in range(n)], base)
 
 
 def make_episodes(envs: Any, plan: Iterable[tuple[str, int, dict[str, Any]]], *, seeds: list[int], group_size: int,

@@ -27,7 +27,7 @@ from ragen_core.runner import group_seeds, rollout_metrics, warn_truncation
 from ragen_core.starpo.batching import advantage_input, build_samples, normalise_scores
 from ragen_core.starpo.chat import ChatCodec
 from ragen_core.starpo.ppo import PPOOptions, leading
-from ragen_core.starpo.rollout import make_episodes, random_baseline, run_lockstep
+from ragen_core.starpo.rollout import extra_round, make_episodes, random_baseline, run_lockstep
 
 __all__ = ["TorchTrainer", "TorchTrainerConfig", "best_checkpoint", "latest_checkpoint"]
 
@@ -482,12 +482,9 @@ class TorchTrainer:
                                      hint="replay with the recorded run's filter settings")
                 return self._rounds.pop(0)
             state["round"] += 1
-            base = 10**7 + step * 10**4 + state["round"] * 10**3
-            slots = [(name, opts) for name, g, opts in run.resolved.env_plan for _ in range(g)]
-            plan = [(slots[i % len(slots)][0], 1, slots[i % len(slots)][1]) for i in range(n)]
+            plan, seeds, base = extra_round(run.resolved.env_plan, cfg.rollout.seed_train, step, state["round"], n)
             t0 = time.perf_counter()
-            batch, gen_s = self._rollout(run, plan, [cfg.rollout.seed_train + base + i for i in range(n)],
-                                         cfg.rollout.group_size, cfg.rollout.temperature)
+            batch, gen_s = self._rollout(run, plan, seeds, cfg.rollout.group_size, cfg.rollout.temperature)
             self._extra_rounds_s[0] += time.perf_counter() - t0
             self._extra_rounds_s[1] += gen_s
             for t in batch:
