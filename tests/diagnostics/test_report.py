@@ -157,7 +157,7 @@ def test_the_report_command(tmp_path):
     run = write_run(tmp_path / "run", healthy_run(6))
     result = CliRunner().invoke(cli, ["report", str(run), "--out", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == str(tmp_path / "rep" / "report.md")
+    assert result.output.splitlines() == [str(tmp_path / "rep" / "report.md"), str(tmp_path / "rep" / "report.html")]
     assert (tmp_path / "rep" / "report.md").exists() and (tmp_path / "rep" / "report.html").exists()
     empty = tmp_path / "empty"
     empty.mkdir()

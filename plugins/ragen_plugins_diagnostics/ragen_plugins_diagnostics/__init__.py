@@ -10,7 +10,8 @@ every ``trainer.diagnostics_every`` steps):
 - ``echo_trap`` — repetitiveness of the reasoning: duplicate rates across trajectories and groups, distinct-1/2
   (:mod:`ragen_plugins_diagnostics.echo`).
 
-Command: ``ragen report RUN_DIR [--out DIR]`` writes ``report.md`` with plots and advice
+Command: ``ragen report RUN_DIR [--out DIR]`` writes ``report.md`` with plots and advice, and ``report.html`` (one
+self-contained page: the same with a trajectory viewer over the run's ``samples.jsonl``)
 (:mod:`ragen_plugins_diagnostics.report`, also :func:`ragen_plugins_diagnostics.report.write_report`). Early-stop
 rules for trainers: :class:`ragen_plugins_diagnostics.early_stop.EarlyStop`.
 
@@ -39,12 +40,14 @@ def ragen_register_commands(cli):  # noqa: ANN001, ANN201 - the hookspec documen
     @cli.command("report")
     @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
     @click.option("--out", type=click.Path(file_okay=False), default=None,
-                  help="Directory for report.md and the plots (default: RUN_DIR).")
+                  help="Directory for report.md, report.html and the plots (default: RUN_DIR).")
     def report_cmd(run_dir: str, out: str | None) -> None:
-        """Write a health report (report.md, plots, advice) for the run in RUN_DIR."""
+        """Write a health report (report.md and report.html: plots, advice, trajectories) for the run in RUN_DIR."""
         from ragen_plugins_diagnostics.report import write_report
 
-        click.echo(str(write_report(run_dir, out)))
+        path = write_report(run_dir, out)
+        click.echo(str(path))
+        click.echo(str(path.with_name("report.html")))
 
 
 @hookimpl
@@ -66,7 +69,7 @@ def ragen_on_step_end(ctx):  # noqa: ANN001, ANN201 - the hookspec documents the
 
 @hookimpl
 def ragen_on_run_end(run, result):  # noqa: ANN001, ANN201 - the hookspec documents the types
-    """Write the health report (``report.md`` and plots) at the end of every training run; a failure to write it
+    """Write the health report (``report.md``, ``report.html`` and plots) at the end of every training run; a failure to write it
     is logged, never raised (the run's results are already on disk)."""
     if run.mode != "train":
         return
@@ -74,6 +77,6 @@ def ragen_on_run_end(run, result):  # noqa: ANN001, ANN201 - the hookspec docume
         from ragen_plugins_diagnostics.report import write_report
 
         path = write_report(run.run_dir)
-        run.log.info("report", path=str(path))
+        run.log.info("report", path=str(path), html=str(path.with_name("report.html")))
     except Exception as exc:  # noqa: BLE001 - a report must not turn a finished run into a failed one
         run.log.warning("report_failed", error=f"{type(exc).__name__}: {exc}")
