@@ -169,13 +169,23 @@ def _plot_rates(run: RunData) -> Drawn:
     return fig
 
 
-def _plot_entropy(run: RunData) -> Drawn:
-    if not run.has("actor/entropy"):
-        return None
-    fig, axes = _figure(1, 1, (7, 3.0))
-    _series(axes[0][0], run, "actor/entropy", "actor/entropy", "C4")
-    _finish(axes[0][0], "Policy entropy", "entropy (nats/token)", legend=False)
-    return fig
+def _single(key: str, label: str, colour: str, title: str, ylabel: str) -> Callable[[RunData], Drawn]:
+    """A plot of one metric over steps (None when the run lacks it)."""
+
+    def plot(run: RunData) -> Drawn:
+        if not run.has(key):
+            return None
+        fig, axes = _figure(1, 1, (7, 3.0))
+        _series(axes[0][0], run, key, label, colour)
+        _finish(axes[0][0], title, ylabel, legend=False)
+        return fig
+
+    return plot
+
+
+_plot_entropy = _single("actor/entropy", "actor/entropy", "C4", "Policy entropy", "entropy (nats/token)")
+_plot_response_length = _single("rollout/response_length_mean", "response length", "C9", "Response length",
+                                "tokens per response (mean)")
 
 
 _LOSSES = (("actor/pg_loss", "policy-gradient loss (actor/pg_loss)"), ("critic/vf_loss", "value loss (critic/vf_loss)"),
@@ -190,15 +200,6 @@ def _plot_losses(run: RunData) -> Drawn:
     for (ax,), (key, title), colour in zip(axes, keys, ("C0", "C2", "C5")):
         _series(ax, run, key, key, colour)
         _finish(ax, title, "loss", legend=False)
-    return fig
-
-
-def _plot_response_length(run: RunData) -> Drawn:
-    if not run.has("rollout/response_length_mean"):
-        return None
-    fig, axes = _figure(1, 1, (7, 3.0))
-    _series(axes[0][0], run, "rollout/response_length_mean", "response length", "C9")
-    _finish(axes[0][0], "Response length", "tokens per response (mean)", legend=False)
     return fig
 
 
