@@ -167,21 +167,26 @@ def _add_config_commands(cli: click.Group) -> None:
     def config_show(args: tuple[str, ...], command: str) -> None:
         """Print the resolved config (every default filled in) that `ragen COMMAND [CONFIG] [key=value ...]` would
         run, as its run directory's config.yaml holds it."""
-        import yaml
-
-        if command == "eval":  # the eval plugin's command resolves its own flags: ask it, loading no model
-            ctx = click.get_current_context().find_root()
-            found = ctx.command.get_command(ctx, "eval") if isinstance(ctx.command, click.Group) else None
-            if found is None:
-                raise RagenError("ragen eval is not installed", hint="pip install ragen-plugins-eval")
+        ctx = click.get_current_context().find_root()
+        found = ctx.command.get_command(ctx, "eval") if isinstance(ctx.command, click.Group) else None
+        if command == "eval" and found is not None and any("--show-config" in p.opts for p in found.params):
+            # the eval plugin's command resolves its own flags (-m, --env, ...): ask it, loading no model
             found.main([*args, "--show-config"], prog_name="ragen eval", standalone_mode=False)
             return
-        resolved, _r, _pm = _setup(args, strict=False)
-        for problem in resolved.problems:
-            click.echo(f"# not resolved: {problem}")
-        for key, source in resolved.derived.items():
-            click.echo(f"# {key}: from {source} (not set in the config)")
-        click.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False, allow_unicode=True), nl=False)
+        print_config(args)  # the core's `ragen eval` validates the trainer's model with the training config
+
+
+def print_config(args: tuple[str, ...]) -> None:
+    """Print the resolved config of ``[CONFIG] [key=value ...]`` (the default trainer's preset without a file),
+    after comments naming what was not resolved and which keys were derived."""
+    import yaml
+
+    resolved, _r, _pm = _setup(args, strict=False)
+    for problem in resolved.problems:
+        click.echo(f"# not resolved: {problem}")
+    for key, source in resolved.derived.items():
+        click.echo(f"# {key}: from {source} (not set in the config)")
+    click.echo(yaml.safe_dump(resolved.to_data(), sort_keys=False, allow_unicode=True), nl=False)
 
 
 def _add_env_commands(cli: click.Group) -> None:

@@ -173,3 +173,10 @@ def test_config_show_prints_the_config_a_run_writes(tmp_path: Path, extra: list[
     assert ran.exit_code == 0, ran.output
     recorded = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())
     assert yaml.safe_load(shown.output) == recorded
+    assert invoke("config", "show", "--command", "rollout", *args).output == shown.output
+
+
+def test_config_show_for_the_cores_eval_is_the_training_config() -> None:
+    """Without the eval plugin, ``ragen eval`` validates the trainer's model with the training config."""
+    args = ["env=counter", "rollout.env_groups=2"]
+    assert invoke("config", "show", "--command", "eval", *args).output == invoke("config", "show", *args).output

@@ -148,3 +148,7 @@ def test_config_show_previews_exactly_the_config_an_eval_writes(tmp_path: Path) 
     assert (tmp_path / "e" / "config.yaml").read_text() == shown.output
     bad = ragen("config", "show", "--command", "eval", "--env", "bandit")  # eval's own errors, unchanged
     assert bad.exit_code != 0 and "--model" in bad.output
+    # without a model, ragen eval validates the trainer's model with the training config: the same preview
+    plain = ragen("config", "show", "rollout.max_turn=2")
+    assert ragen("eval", "--show-config", "rollout.max_turn=2").output == plain.output
+    assert ragen("config", "show", "--command", "eval", "rollout.max_turn=2").output == plain.output

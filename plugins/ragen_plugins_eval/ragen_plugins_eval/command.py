@@ -57,18 +57,23 @@ def _eval(args: tuple[str, ...], model: str | None, resume: str | None, run_dir:
           opts: dict[str, Any]) -> None:
     """``ragen eval``: an eval of ``model`` (or the one in ``resume``) written to the run directory; without a model,
     the trainer's validation (:func:`ragen_core.cli.run_trainer`)."""
-    from ragen_core.cli import run_trainer, split_args
+    from ragen_core.cli import print_config, run_trainer, split_args
     from ragen_core.runner import execute, start_run
 
     from .engine import SETTINGS, prepare_eval, run_eval
 
+    show = opts.pop("show_config", False)
     if model is None and not (resume and (Path(resume) / SETTINGS).exists()):
-        if any(v not in (None, (), False) for k, v in opts.items() if k != "batch_groups"):
+        if any(v not in (None, ()) for k, v in opts.items() if k != "batch_groups"):
             raise click.UsageError("--env, --groups, ... need --model (or --resume of an eval)")
+        if show and resume is None:  # the trainer's validation runs the training config
+            print_config(args)
+            return
+        if show:
+            raise click.UsageError("--show-config previews a new eval; a resumed run keeps its own config.yaml")
         run_trainer("eval", args, run_dir, resume)
         return
     path, overrides = split_args(args)
-    show = opts.pop("show_config", False)
     resolved, registries, pm, settings, policy = prepare_eval(
         {**opts, "model": model, "resume": resume, "run_dir": run_dir, "config_path": path,
          "overrides": overrides}, load_policy=not show)
