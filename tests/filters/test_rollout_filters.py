@@ -11,9 +11,11 @@ from ragen_core.config import load_config, resolve_config
 from ragen_core.plugins import build_plugin_manager, collect_registries
 from ragen_core.runner import execute, run_scripted, start_run
 from tests.filters.test_filter_metrics import COMMON, Plugin
+from tests.needs import needs_plugin
 
 
 def rollout(tmp_path: Path, *overrides: str, plugins: tuple[Any, ...] = ()) -> tuple[Any, dict[str, float]]:
+    needs_plugin("ragen-plugins-envs", "rolls out FrozenLake")
     pm = build_plugin_manager(plugins=list(plugins))
     regs = collect_registries(pm)
     resolved = resolve_config(load_config(overrides=["env=frozenlake", "rollout.env_groups=8",
