@@ -17,7 +17,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,36 +93,64 @@ def ragen_json(python: Path, *args: str, cwd: Path) -> list[dict]:
     return json.loads(_run([str(python), "-m", "ragen_core", *args, "--json"], cwd=cwd).stdout)
 
 
-def test_the_core_installs_alone_and_passes_its_tests_with_zero_plugins(wheels: Path, tmp_path: Path) -> None:
-    python = fresh_venv(tmp_path / "core", wheel(wheels, "ragen-core"))
-    dists = distributions(python)
+def _core_job(wheels: Path, root: Path) -> dict[str, Any]:
+    python = fresh_venv(root / "core", wheel(wheels, "ragen-core"))
+    out = {"dists": distributions(python), "plugins": ragen_json(python, "plugins", cwd=root),
+           "envs": ragen_json(python, "envs", cwd=root)}
+    _run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "pytest>=8", "hypothesis>=6.100"],
+         cwd=root, timeout=900)
+    out["tests"] = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.no_plugins_guard",
+                         str(ROOT / "tests" / "core")], cwd=ROOT, timeout=900).stdout
+    return out
+
+
+def _plugin_job(wheels: Path, root: Path, short: str) -> dict[str, Any]:
+    dist = f"ragen-plugins-{short}"
+    python = fresh_venv(root / short, wheel(wheels, "ragen-core"), wheel(wheels, dist), "pytest>=8",
+                        "hypothesis>=6.100")
+    out = {"dists": distributions(python), "plugins": ragen_json(python, "plugins", cwd=root)}
+    # the fast tests: what this checks is the packaging (every import the tests make resolves with only the core and
+    # this plugin installed); the slow ones (long fuzz runs, full reference sets) run in the main suite
+    out["tests"] = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+                         str(ROOT / "tests" / short)], cwd=ROOT, timeout=900).stdout
+    return out
+
+
+#: the fresh venvs are independent: a few are built and tested at a time (pip waits on the disk and the package index
+#: as much as on the CPU), which cuts this module's time on 2 cores
+PARALLEL = 3
+
+
+@pytest.fixture(scope="module")
+def installs(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[dict[str, Any]]]]:
+    """Every light install (the core alone, each light plugin with only the core), started together; a test waits
+    for its own (an install's failure fails only the test that reads it)."""
+    root = tmp_path_factory.mktemp("venvs")
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        jobs = {"core": pool.submit(_core_job, wheels, root),
+                **{short: pool.submit(_plugin_job, wheels, root, short) for short in SELF_CONTAINED}}
+        yield jobs
+
+
+def test_the_core_installs_alone_and_passes_its_tests_with_zero_plugins(installs: dict[str, Future[Any]]) -> None:
+    out = installs["core"].result()
+    dists = out["dists"]
     print(f"pip install ragen-core: {len(dists)} distributions: {sorted(dists)}")
     assert "ragen-core" in dists and not dists & PLUGIN_ONLY, sorted(dists)
     assert not {d for d in dists if d.startswith("ragen-plugins-")}
     assert len(dists) <= 16, sorted(dists)  # the core and its nine dependencies with theirs
-    assert ragen_json(python, "plugins", cwd=tmp_path) == []
-    assert ragen_json(python, "envs", cwd=tmp_path) == []
-    _run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "pytest>=8", "hypothesis>=6.100"],
-         cwd=tmp_path, timeout=900)
-    res = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.no_plugins_guard",
-                str(ROOT / "tests" / "core")], cwd=ROOT, timeout=900)
-    assert " passed" in res.stdout and "failed" not in res.stdout
+    assert out["plugins"] == [] and out["envs"] == []
+    assert " passed" in out["tests"] and "failed" not in out["tests"]
 
 
 @pytest.mark.parametrize("short", SELF_CONTAINED)
-def test_a_light_plugin_installs_with_only_the_core_and_passes_its_tests(wheels: Path, tmp_path: Path,
+def test_a_light_plugin_installs_with_only_the_core_and_passes_its_tests(installs: dict[str, Future[Any]],
                                                                          short: str) -> None:
     dist = f"ragen-plugins-{short}"
-    python = fresh_venv(tmp_path / short, wheel(wheels, "ragen-core"), wheel(wheels, dist), "pytest>=8",
-                        "hypothesis>=6.100")
-    assert {d for d in distributions(python) if d.startswith("ragen-")} == {"ragen-core", dist}
-    rows = ragen_json(python, "plugins", cwd=tmp_path)
-    assert [(r["name"], r["distribution"], r["version"]) for r in rows] == [(short, dist, VERSION)]
-    # the fast tests: what this checks is the packaging (every import the tests make resolves with only the core and
-    # this plugin installed); the slow ones (long fuzz runs, full reference sets) run in the main suite
-    res = _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-                str(ROOT / "tests" / short)], cwd=ROOT, timeout=900)
-    assert " passed" in res.stdout and "failed" not in res.stdout
+    out = installs[short].result()
+    assert {d for d in out["dists"] if d.startswith("ragen-")} == {"ragen-core", dist}
+    assert [(r["name"], r["distribution"], r["version"]) for r in out["plugins"]] == [(short, dist, VERSION)]
+    assert " passed" in out["tests"] and "failed" not in out["tests"]
 
 
 def test_the_meta_distribution_installs_the_laptop_set_from_the_built_wheels(wheels: Path, tmp_path: Path) -> None:
