@@ -42,7 +42,7 @@ figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
 .controls { display: flex; gap: 18px; flex-wrap: wrap; align-items: center; margin: 4px 0 10px; }
 .controls label { font-weight: 600; }
 .controls select, .controls button { font: inherit; font-weight: normal; margin-left: 4px; }
-.viewer-body { display: grid; grid-template-columns: minmax(300px, 400px) minmax(0, 1fr); gap: 14px;
+.viewer-body { display: grid; grid-template-columns: minmax(300px, max-content) minmax(0, 1fr); gap: 14px;
   align-items: start; }
 .list { max-height: 85vh; overflow: auto; border: 1px solid var(--line); border-radius: 6px; }
 #v-list { width: 100%; border-collapse: collapse; font-size: 13px; }
