@@ -114,28 +114,31 @@ def _finish(ax: Any, title: str, ylabel: str, legend: bool = True, ylim: tuple[f
         ax.legend(fontsize=8)
 
 
+def _lines(run: RunData, height: float, series: tuple[tuple[str, str, str], ...], title: str, ylabel: str,
+           ylim: tuple[float, float] | None = None) -> Any:
+    """One axis of ``series`` (``(key, label, colour)``; a metric the run lacks is left out)."""
+    fig, axes = _figure(1, 1, (7, height))
+    for key, label, colour in series:
+        _series(axes[0][0], run, key, label, colour)
+    _finish(axes[0][0], title, ylabel, ylim=ylim)
+    return fig
+
+
 # --------------------------------------------------------------------------------------------- the plots
 
 def _plot_success(run: RunData) -> Drawn:
     if not (run.has("train/success") or run.has("val/success")):
         return None
-    fig, axes = _figure(1, 1, (7, 3.6))
-    ax = axes[0][0]
-    _series(ax, run, "train/success", "train", "C0")
-    _series(ax, run, "val/success", "validation", "C1")
-    _finish(ax, "Success", "success rate", ylim=(-0.02, 1.02))
-    return fig
+    return _lines(run, 3.6, (("train/success", "train", "C0"), ("val/success", "validation", "C1")), "Success",
+                  "success rate", ylim=(-0.02, 1.02))
 
 
 def _plot_reward(run: RunData) -> Drawn:
     if not (run.has("rollout/reward_mean") or run.has("val/reward_mean")):
         return None
-    fig, axes = _figure(1, 1, (7, 3.2))
-    ax = axes[0][0]
-    _series(ax, run, "rollout/reward_mean", "train (rollout/reward_mean)", "C0")
-    _series(ax, run, "val/reward_mean", "validation (val/reward_mean)", "C1")
-    _finish(ax, "Reward", "mean reward per trajectory")
-    return fig
+    return _lines(run, 3.2, (("rollout/reward_mean", "train (rollout/reward_mean)", "C0"),
+                             ("val/reward_mean", "validation (val/reward_mean)", "C1")),
+                  "Reward", "mean reward per trajectory")
 
 
 def _plot_reward_std(run: RunData) -> Drawn:
@@ -161,12 +164,7 @@ _RATES = (("rollout/format_penalty_rate", "format penalty (train)", "C3"),
 def _plot_rates(run: RunData) -> Drawn:
     if not any(run.has(key) for key, _label, _colour in _RATES):
         return None
-    fig, axes = _figure(1, 1, (7, 3.4))
-    ax = axes[0][0]
-    for key, label, colour in _RATES:
-        _series(ax, run, key, label, colour)
-    _finish(ax, "Format penalty and truncation", "share of turns", ylim=(-0.02, 1.02))
-    return fig
+    return _lines(run, 3.4, _RATES, "Format penalty and truncation", "share of turns", ylim=(-0.02, 1.02))
 
 
 def _single(key: str, label: str, colour: str, title: str, ylabel: str) -> Callable[[RunData], Drawn]:
@@ -285,12 +283,9 @@ def _plot_filter(run: RunData) -> Drawn:
         return ("not drawn: the filter kept every group (" + ("filter: none" if run.setting("filter.name") == "none"
                                                               else "chosen = all groups at every step")
                 + "), so the chosen groups' reward std is that of all groups.")
-    fig, axes = _figure(1, 1, (7, 3.6))
-    ax = axes[0][0]
-    _series(ax, run, "rollout/in_group_reward_std", "all groups", "C0")
-    _series(ax, run, "rollout/chosen_in_group_reward_std", "chosen groups", "C2")
-    _finish(ax, "Filter effect: reward std of chosen vs all groups", "in-group reward std")
-    return fig
+    return _lines(run, 3.6, (("rollout/in_group_reward_std", "all groups", "C0"),
+                             ("rollout/chosen_in_group_reward_std", "chosen groups", "C2")),
+                  "Filter effect: reward std of chosen vs all groups", "in-group reward std")
 
 
 def _plot_echo(run: RunData) -> Drawn:
