@@ -88,22 +88,21 @@ def load_run(run_dir: str | Path) -> RunData:
 
 
 def _read_yaml(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
     import yaml
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError:
-        return None
-    return data if isinstance(data, dict) else None
+    return _read_mapping(path, yaml.safe_load, yaml.YAMLError)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
+    return _read_mapping(path, json.loads, json.JSONDecodeError)
+
+
+def _read_mapping(path: Path, parse: Any, error: type[Exception]) -> dict[str, Any] | None:
+    """The mapping in ``path`` read with ``parse``; None when the file is missing, unparsable or not a mapping."""
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+        data = parse(path.read_text(encoding="utf-8"))
+    except error:
         return None
     return data if isinstance(data, dict) else None
