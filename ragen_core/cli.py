@@ -147,10 +147,18 @@ def _add_listing_commands(cli: click.Group) -> None:
     @cli.command("envs")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
     @click.option("--long", "long", is_flag=True, help="Each env's rules, actions, rewards and success.")
-    def envs_cmd(as_json: bool, long: bool) -> None:
-        """List environments and env variants."""
+    @click.option("--members", "members", metavar="NAMESPACE",
+                  help="List the env names of one namespace (e.g. rg: rg.leg_counting, ...).")
+    def envs_cmd(as_json: bool, long: bool, members: str | None) -> None:
+        """List environments, env variants and env namespaces (the envs of another hub: ``PREFIX.<name>``)."""
         _pm, registries = _env_registries()
-        _print_envs([spec.describe() for spec in registries.envs], as_json=as_json, long=long)
+        if members is not None:
+            space = registries.envs.namespace(members)
+            names = [f"{space.name}.{m}" for m in space.members()]
+            click.echo(json.dumps(names, indent=2) if as_json else "\n".join(names))
+            return
+        items = [spec.describe() for spec in registries.envs] + [s.describe() for s in registries.envs.namespaces()]
+        _print_envs(items, as_json=as_json, long=long)
 
 
 def _add_config_commands(cli: click.Group) -> None:
@@ -320,8 +328,9 @@ def _print_envs(items: list[dict[str, Any]], *, as_json: bool, long: bool) -> No
                                        width=100))
     if long:
         return
-    rows = [(it["name"], it["kind"], (it.get("env", "") + (f" {json.dumps(it['params'])}" if it.get("params") else ""))
-             or "-", it["plugin"], it["description"]) for it in items]
+    rows = [(it["name"], it["kind"], (it.get("env", "") + (f" {json.dumps(it['params'])}" if it.get("params") else "")
+                                      + (f" ({it['option']}=<name>)" if it.get("option") else "")) or "-",
+             it["plugin"], it["description"]) for it in items]
     _print_table("ragen envs", ("name", "kind", "base", "plugin", "description"), rows)
 
 

@@ -40,6 +40,7 @@ from ragen_core.starpo.shape import DEFAULT_THINK_TOKENS, RolloutHints, _to_hint
 __all__ = [
     "ComponentSpec",
     "DiagnosticSpec",
+    "EnvNamespace",
     "EnvRegistry",
     "EnvSpec",
     "EnvVariant",
@@ -206,6 +207,51 @@ class EnvVariant:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "env": self.env, "params": dict(self.params),
                 "instruction": self.instruction, "description": self.description, "plugin": self.plugin}
+
+
+@attrs.frozen(kw_only=True)
+class EnvNamespace:
+    """A family of env names ``<prefix>.<member>`` (gymnasium's ``namespace/name``, for the envs of another hub):
+    the name ``rg.leg_counting`` is env ``env`` with option ``option`` set to ``"leg_counting"``.
+
+    Members are not registered one by one: the env's own option validation decides which exist (so a hub's envs
+    are usable without importing the hub when plugins load), and ``names`` lists them on demand.
+
+    :ivar name: the prefix (letters, digits, ``_ -``; no dot).
+    :ivar env: the env (or variant) each member is made from.
+    :ivar option: the env option the member sets.
+    :ivar names: a zero-argument function returning the member names, or its lazy ``"pkg.mod:function"`` string;
+        None when the members cannot be listed.
+    """
+
+    kind: ClassVar[str] = "env namespace"
+
+    name: str
+    env: str
+    option: str
+    names: Any = None
+    description: str = ""
+    plugin: str = ""
+
+    def member(self, member: str) -> EnvVariant:
+        """The variant ``<prefix>.<member>`` stands for."""
+        return EnvVariant(name=f"{self.name}.{member}", env=self.env, params={self.option: member},
+                          description=f"{self.description} ({self.option}={member})".strip(), plugin=self.plugin)
+
+    def members(self) -> list[str]:
+        """The member names, sorted (imports the hub); a failure raises :class:`PluginError` naming the plugin."""
+        if self.names is None:
+            return []
+        try:
+            listed = load_object(self.names) if isinstance(self.names, str) else self.names
+            return sorted(str(n) for n in listed())
+        except Exception as exc:
+            raise PluginError(f"env namespace {self.name!r} (plugin {self.plugin or '?'}) could not list its "
+                              f"members: {type(exc).__name__}: {exc}") from exc
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": f"{self.name}.*", "kind": self.kind, "env": self.env, "option": self.option,
+                "description": self.description, "plugin": self.plugin}
 
 
 @attrs.frozen(kw_only=True)
@@ -472,6 +518,7 @@ class EnvRegistry(Registry[EnvSpec]):
 
     def __init__(self) -> None:
         super().__init__(EnvSpec)
+        self._namespaces: dict[str, EnvNamespace] = {}
 
     def register_variant(self, name: str, *, env: str, params: Mapping[str, Any] | None = None,
                          instruction: str | None = None, description: str = "",
@@ -485,6 +532,57 @@ class EnvRegistry(Registry[EnvSpec]):
             raise PluginError(f"plugin {self._owner or '?'} registered env variant {name!r} with bad fields: {exc}") from exc
         self._add(variant)
         return variant
+
+    def register_namespace(self, prefix: str, *, env: str, option: str, names: Any = None,
+                           description: str = "") -> EnvNamespace:
+        """Make every name ``<prefix>.<member>`` stand for env ``env`` with ``option=<member>`` (see
+        :class:`EnvNamespace`); ``names`` lists the members for ``ragen envs --members PREFIX``."""
+        if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", prefix):
+            raise PluginError(f"plugin {self._owner or '?'} registered the invalid env namespace {prefix!r}",
+                              hint="a namespace is letters, digits, '_' and '-', starting with a letter or digit")
+        if prefix in self._namespaces:
+            a, b = sorted([self._namespaces[prefix].plugin or "?", self._owner or "?"])
+            raise DuplicateComponentError(f"env namespace {prefix!r} is registered twice: by plugin {a!r} and by "
+                                          f"plugin {b!r}", hint=f"disable one of them (RAGEN_DISABLE_PLUGINS={b})")
+        space = EnvNamespace(name=prefix, env=env, option=option, names=names, description=description,
+                             plugin=self._owner)
+        self._namespaces[prefix] = space
+        return space
+
+    def namespaces(self) -> list[EnvNamespace]:
+        """All registered namespaces, sorted by prefix."""
+        return [self._namespaces[p] for p in sorted(self._namespaces)]
+
+    def namespace(self, prefix: str) -> EnvNamespace:
+        """The namespace ``prefix`` (a trailing ``.`` or ``.*`` is ignored); unknown raises with a did-you-mean."""
+        prefix = prefix.removesuffix("*").removesuffix(".")
+        if prefix in self._namespaces:
+            return self._namespaces[prefix]
+        close = suggest(prefix, list(self._namespaces))
+        raise UnknownComponentError(f"unknown env namespace {prefix!r}" + (f"; did you mean {close!r}?" if close else ""),
+                                    hint=f"known namespaces: {', '.join(sorted(self._namespaces)) or 'none'}")
+
+    def _member(self, name: str) -> EnvVariant | None:
+        prefix, dot, member = name.partition(".") if isinstance(name, str) else ("", "", "")
+        space = self._namespaces.get(prefix) if dot and member else None
+        return space.member(member) if space is not None else None
+
+    def get(self, name: str) -> Any:
+        """The env, variant, or namespace member (a variant made on the fly) named ``name``."""
+        if name not in self._specs:
+            member = self._member(name)
+            if member is not None:
+                return member
+        return super().get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs or (isinstance(name, str) and self._member(name) is not None)
+
+    def _unknown(self, name: str) -> UnknownComponentError:
+        error = super()._unknown(name)
+        if self._namespaces and error.hint and error.hint.startswith(f"known {self.kind}s: "):
+            error.hint += "; namespaces: " + ", ".join(f"{p}.<name>" for p in sorted(self._namespaces))
+        return error
 
     def variants(self) -> list[EnvVariant]:
         """All registered variants, sorted by name."""
@@ -568,6 +666,8 @@ class Registries:
         for reg in self.all().values():
             for spec in reg:
                 out.setdefault(spec.plugin, []).append(spec)
+        for space in self.envs.namespaces():
+            out.setdefault(space.plugin, []).append(space)
         return out
 
 

@@ -95,8 +95,10 @@ STARPO = ROOT / "ragen_core" / "starpo"  # the shared StarPO layer (rollout, cha
 #: lines through rich above live progress, the `stage` progress helper for long waits (model loading, warm-start,
 #: corpus embedding), a one-line config summary and short step lines, and 9 for `config show --command eval` (it
 #: asks the installed eval command, which resolves its own flags), and 19 (+10 in the StarPO layer) for `ragen
-#: rollout` applying filters as the trainers do (dynamic sampling's extra rounds, shared with the torch trainer)
-FRAMEWORK_AIM, CORE_AIM = 2514, 3189
+#: rollout` applying filters as the trainers do (dynamic sampling's extra rounds, shared with the torch trainer),
+#: and 76 for env namespaces (#19: `rg.<dataset>`, `gym.<id>` name another hub's envs without registering each one;
+#: names resolve in the core's env registry, and `ragen envs` lists a namespace's members on demand)
+FRAMEWORK_AIM, CORE_AIM = 2590, 3265
 
 
 def test_core_is_small() -> None:
