@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import random
 from collections.abc import Callable, Generator, Iterable
@@ -95,7 +96,17 @@ class Episode:
         self.temperature = config.temperature if temperature is None else temperature
 
     def run(self) -> Generator[Any, Any, Trajectory]:
-        """The episode as a generator (yields requests, receives results, returns the trajectory)."""
+        """The episode as a generator (yields requests, receives results, returns the trajectory). The env is closed
+        when the episode ends, however it ends (a served env's session, a sandbox); a failing close costs nothing."""
+        try:
+            return (yield from self._play())
+        finally:
+            close = getattr(self.env, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+
+    def _play(self) -> Generator[Any, Any, Trajectory]:
         cfg, env = self.cfg, self.env
         traj = Trajectory(env=self.name, group_id=self.group_id, seed=self.seed, episode_id=self.episode_id)
         reset, error = yield EnvCall(lambda: env.reset(seed=self.seed))

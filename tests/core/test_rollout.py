@@ -232,6 +232,45 @@ def test_env_failures_mark_the_trajectory() -> None:
     assert build_samples(batch) == []
 
 
+class Closing(CounterEnv):
+    """Counts its closes; ``explode`` makes the step or the close raise."""
+
+    closed: list[int] = []
+    explode = ""
+
+    def step(self, action: str) -> Any:
+        if self.explode == "step":
+            raise RuntimeError("boom")
+        return super().step(action)
+
+    def close(self) -> None:
+        Closing.closed.append(id(self))
+        if self.explode == "close":
+            raise OSError("the server is gone")
+
+
+@pytest.mark.parametrize("explode", ["", "step", "close"])
+def test_every_episode_closes_its_env_once_when_it_ends(explode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Closing, "closed", [])
+    monkeypatch.setattr(Closing, "explode", explode)
+    eps = episodes(4, env_cls=Closing, target=2)
+    batch = run_lockstep(eps, ScriptedPolicy.for_episodes(eps, "oracle"), env_workers=2)
+    assert sorted(Closing.closed) == sorted(id(ep.env) for ep in eps)
+    assert all(t.success for t in batch) if explode != "step" else all(t.env_error for t in batch)
+
+    async def one() -> Trajectory:
+        ep = episodes(1, env_cls=Closing, target=2)[0]
+        pol = ScriptedPolicy.for_episodes([ep], "oracle")
+
+        async def agen(req: Any) -> GenerationResult:
+            return pol.generate([req])[0]
+        return await run_async(ep, agen)
+
+    Closing.closed.clear()
+    traj = asyncio.run(one())
+    assert len(Closing.closed) == 1 and (traj.success or explode == "step")
+
+
 # ------------------------------------------------------------------------------------------------ samples
 
 def test_samples_mask_only_generated_tokens_and_place_rewards() -> None:
