@@ -221,8 +221,9 @@ class GymnasiumEnv(TextEnv):
         text = action.strip()
         if text.casefold() in self._by_name:
             return self._by_name[text.casefold()]
-        if re.fullmatch(r"-?[0-9]{1,18}", text) and int(text) in self._values:
-            return int(text)
+        number = re.fullmatch(r"(-?)0*([0-9]{1,18})", text)  # ASCII digits only; leading zeros are allowed
+        if number and int(number.group(1) + number.group(2)) in self._values:
+            return int(number.group(1) + number.group(2))
         return None
 
     def _observe(self, obs: Any) -> None:
