@@ -3,7 +3,7 @@
 :func:`runnable_ids` goes through ``gymnasium.registry`` in two stages:
 
 1. a screen that imports nothing: the source of each entry point's module is located without running any package
-   ``__init__`` and parsed; the module passes when it names the ``"ansi"`` render mode or assigns an
+   ``__init__`` and searched; the module passes when it names the ``"ansi"`` render mode or assigns an
    ``observation_space`` built by ``Text``, ``Discrete``, ``Tuple``, ``MultiDiscrete`` or ``MultiBinary``. The
    MuJoCo, Box2D and classic-control modules (``Box`` observations, no "ansi") fail it, so their heavy optional
    packages (mujoco, Box2D, jax) are never imported. An entry point that is not a ``"module:Class"`` string is
@@ -21,17 +21,19 @@ optional packages: about 0.2 s for the 63 ids, 6 listed.
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib.machinery
 import importlib.util
+import re
 import sys
 import warnings
 from typing import Any
 
 __all__ = ["runnable_ids", "screen_source"]
 
-_SPACES = {"Text", "Discrete", "Tuple", "MultiDiscrete", "MultiBinary"}
+_ANSI = re.compile(r"""["']ansi["']""")
+_OBSERVATION_SPACE = re.compile(r"observation_space\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?"
+                                r"(?:Text|Discrete|Tuple|MultiDiscrete|MultiBinary)\(")
 
 
 def runnable_ids() -> list[str]:
@@ -63,24 +65,11 @@ def _screen_module(module: str) -> bool:
 
 
 def screen_source(source: str) -> bool:
-    """Whether module source text names the "ansi" render mode or assigns an ``observation_space`` built by one of
-    ``Text``, ``Discrete``, ``Tuple``, ``MultiDiscrete``, ``MultiBinary``."""
-    if "ansi" not in source and not any(space in source for space in _SPACES):
-        return False  # the words do not occur: no need to parse
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and node.value == "ansi":
-            return True
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = {getattr(t, "attr", getattr(t, "id", None)) for t in targets}
-            func = node.value.func
-            if "observation_space" in names and getattr(func, "attr", getattr(func, "id", None)) in _SPACES:
-                return True
-    return False
+    """Whether module source text names the "ansi" render mode (a quoted ``"ansi"``) or assigns an
+    ``observation_space`` built by one of ``Text``, ``Discrete``, ``Tuple``, ``MultiDiscrete``, ``MultiBinary``.
+
+    A text search, not a parse: a false positive only costs making the env once (stage 2 decides)."""
+    return bool(_ANSI.search(source) or _OBSERVATION_SPACE.search(source))
 
 
 def _module_source(name: str) -> str | None:
