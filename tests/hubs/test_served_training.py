@@ -1,0 +1,105 @@
+"""Training on a served env: ``ragen env serve`` in another process on 127.0.0.1, ``env: remote`` in the run; and a
+server killed mid-run, which costs the episodes that used it, never the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.needs import needs_plugin
+from tests.plain_recipe import PLAIN
+
+pytest.importorskip("openenv")
+needs_plugin("ragen-plugins-envs", "the served env is a built-in")
+needs_plugin("ragen-plugins-torch", "the run trains the tiny model")
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
+
+SERVED = "frozenlake_3x3"
+SHAPE = [*PLAIN, "rollout.group_size=2", "rollout.max_turn=2", "rollout.max_new_tokens=12", "rollout.val_env_groups=2",
+         "rollout.val_group_size=1", "trainer.name=torch", "trainer.model=tiny", "estimator=grpo", "filter=none",
+         "trainer.mini_batch_size=4", "trainer.micro_batch_size=4", "trainer.warm_start_steps=0", "trainer.val_every=0",
+         "trainer.save_every=0", "run.log_level=error"]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("RAGEN_")} | {"OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``ragen env serve frozenlake_3x3 --port 0`` in another process; yields it and its URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "ragen_core", "env", "serve", SERVED, "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the server prints its address once it listens
+        found = re.search(r"http://127\.0\.0\.1:\d+", line)
+        assert found, line + (proc.stderr.read() if proc.stderr and proc.poll() is not None else "")
+        yield proc, found.group(0)
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def steps(run: Path) -> list[dict[str, Any]]:
+    path = run / "metrics.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [r for r in map(json.loads, lines) if "rollout/env_errors" in r]
+
+
+def test_a_run_trains_on_an_env_served_by_another_process(server: tuple[Any, str], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ragen_core.cli import build_cli
+    from ragen_core.plugins import build_plugin_manager, collect_registries
+
+    _proc, url = server
+    run = tmp_path / "run"
+    envs = f"envs=[{{name: remote, groups: 2, options: {{url: '{url}', env: {SERVED}}}}}]"
+    res = CliRunner().invoke(build_cli(build_plugin_manager()),
+                             ["train", *SHAPE, envs, "rollout.env_groups=2", "trainer.steps=2", "--run-dir", str(run)])
+    assert res.exit_code == 0, res.output
+    done = steps(run)
+    assert len(done) == 2 and all(s["rollout/env_errors"] == 0 for s in done)
+    assert all("rollout/remote/success" in s and s["rollout/filter_kept_count"] == 2 for s in done)
+    envs = collect_registries(build_plugin_manager()).envs
+    for sample in map(json.loads, (run / "samples.jsonl").read_text().splitlines()):
+        assert sample["env"] == "remote" and sample["env_error"] is None  # the served board, as a local run has it
+        assert sample["turns"][0]["observation"] == envs.make(SERVED).reset(seed=sample["seed"])[0]
+
+
+def test_a_killed_server_costs_its_episodes_not_the_run(server: tuple[Any, str], tmp_path: Path) -> None:
+    proc, url = server
+    run = tmp_path / "run"
+    envs = f"envs=[{{name: {SERVED}, groups: 2}}, {{name: remote, groups: 2, options: {{url: '{url}', timeout: 20}}}}]"
+    train = subprocess.Popen([sys.executable, "-m", "ragen_core", "train", *SHAPE, envs, "rollout.env_groups=4",
+                              "trainer.steps=3", "--run-dir", str(run)], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=_env())
+    try:
+        deadline = time.monotonic() + 300
+        while not steps(run):  # step 1 trained on both envs ...
+            assert train.poll() is None and time.monotonic() < deadline, train.stdout.read() if train.stdout else ""
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)  # ... then the server dies, with no goodbye
+        out, _ = train.communicate(timeout=300)
+    finally:
+        train.kill()
+    assert train.returncode == 0, out
+    done = steps(run)
+    assert len(done) == 3 and done[0]["rollout/env_errors"] == 0
+    later = [s["rollout/env_errors"] for s in done[1:]]
+    assert all(n <= 4 for n in later) and later[-1] == 4, later  # at most, and at last, every remote episode
+    assert all(s["rollout/frozenlake_3x3/success"] >= 0 for s in done)  # the local env's episodes still ran
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["steps"] == 3
