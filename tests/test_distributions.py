@@ -79,7 +79,7 @@ def declared(meta: dict, *, extras: bool = True) -> set[str]:
 def test_every_built_in_is_a_distribution_of_its_own() -> None:
     names = [project(d)["name"] for d in PLUGIN_DIRS]
     assert names == [norm("ragen-plugins-" + d.name.removeprefix("ragen_plugins_")) for d in PLUGIN_DIRS]
-    assert len(names) == 8
+    assert len(names) == 12  # eight built-ins and four hub adapters (reasoning-gym, TextArena, OpenEnv, gymnasium)
     for folder in PLUGIN_DIRS:
         inner = folder / folder.name
         assert (inner / "__init__.py").is_file(), f"{folder.name}: the package lives in {inner.relative_to(ROOT)}"

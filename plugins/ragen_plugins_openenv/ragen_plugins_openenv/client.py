@@ -142,9 +142,10 @@ class Session:
             return
         try:
             ws.send(json.dumps({"type": "close"}))
-        except Exception:  # noqa: BLE001 - the connection may already be closed
+            ws.recv(timeout=1.0)  # the server ends the session by closing the connection: wait for it to say so
+        except Exception:  # noqa: BLE001 - closed (as expected), or already gone
             pass
         try:
-            ws.close()
+            ws.__exit__(None, None, None)
         except Exception:  # noqa: BLE001
             pass
