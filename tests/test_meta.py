@@ -120,8 +120,9 @@ def test_core_imports_no_plugin_and_no_torch() -> None:
     code = ("import sys, ragen_core, ragen_core.cli, ragen_core.plugins, ragen_core.config, ragen_core.env, "
             "ragen_core.registry, ragen_core.runner, ragen_core.checks, ragen_core.protocols;"
             "from ragen_core.plugins import build_plugin_manager, collect_registries;"
-            "collect_registries(build_plugin_manager());"
-            "bad = [m for m in ('torch', 'transformers', 'verl') if m in sys.modules];"
+            "pm = build_plugin_manager(); collect_registries(pm); ragen_core.cli.build_cli(pm);"
+            "bad = [m for m in ('torch', 'transformers', 'verl', 'openenv', 'gradio', 'fastapi', 'reasoning_gym',"
+            " 'textarena') if m in sys.modules];"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -24,7 +24,10 @@ from typing import Any
 
 from ragen_core.errors import EnvError
 
-__all__ = ["ServerError", "Session", "get_json", "headers_for"]
+__all__ = ["API_KEY_ENV", "ServerError", "Session", "get_json", "headers_for"]
+
+#: the environment variable holding the key of ``ragen env serve`` and of the ``remote`` env
+API_KEY_ENV = "RAGEN_ENV_API_KEY"
 
 #: the largest message a session accepts (an observation with a screenshot or a page fits)
 MAX_MESSAGE_BYTES = 64 << 20

@@ -35,7 +35,7 @@ def add_env_commands(cli: click.Group) -> None:
 
         group = env_group
 
-    from .server import API_KEY_ENV
+    from .client import API_KEY_ENV
 
     @group.command("serve")
     @click.argument("name")

@@ -30,8 +30,6 @@ from pydantic import Field
 
 __all__ = ["KeyMiddleware", "RagenAction", "RagenObservation", "ServedEnv", "build_app", "jsonable", "prompt_of"]
 
-#: the environment variable holding the key of ``ragen env serve`` and of the ``remote`` env
-API_KEY_ENV = "RAGEN_ENV_API_KEY"
 
 
 class RagenAction(Action):
