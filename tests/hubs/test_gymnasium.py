@@ -54,8 +54,19 @@ def test_registration_through_the_contract_fixtures(envs: Any) -> None:
     env = envs.make("gymnasium")  # the default id
     assert env.env_id == "FrozenLake-v1" and env.action_names == ("Left", "Down", "Right", "Up")
     assert hints.max_turn <= env.max_actions_per_traj == 100  # FrozenLake-v1's max_episode_steps
-    if hasattr(envs, "register_namespace"):
-        assert envs.make("gym.Taxi-v4").env_id == "Taxi-v4"
+
+
+def test_the_gym_namespace_names_every_listed_id(envs: Any) -> None:
+    space = envs.namespace("gym")
+    assert (space.env, space.option, space.plugin) == ("gymnasium", "id", "gymnasium")
+    assert space.members() == sorted([*LISTED, "ragen_test/Echo-v0"])  # the text env registered below
+    taxi = envs.make("gym.Taxi-v4")
+    assert taxi.env_id == "Taxi-v4" and taxi.action_names[4:] == ("Pickup", "Dropoff")
+    assert envs.hints("gym.Taxi-v4") == envs.hints("gymnasium")
+    lake = envs.make("gym.FrozenLake8x8-v1", {"kwargs": {"is_slippery": False}, "max_actions_per_traj": 30})
+    assert lake.max_actions_per_traj == 30 and lake.reset(seed=0)[0].count("\n") == 7
+    with pytest.raises(ConfigError, match=r"gym.FrozenLak-v1.id: must be a registered .*did you mean 'FrozenLake-v1'"):
+        envs.make("gym.FrozenLak-v1")
 
 
 def test_registering_imports_neither_gymnasium_nor_the_env() -> None:
@@ -171,7 +182,7 @@ def _plain_obs(obs: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------------ actions
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10**6), picks=st.lists(st.integers(0, 5), max_size=25), data=st.data())
 def test_names_in_any_case_and_numbers_play_the_same_episode(seed: int, picks: list[int], data: st.DataObject) -> None:
     by_name, by_number = make(id="Taxi-v4"), make(id="Taxi-v4")
@@ -278,8 +289,8 @@ def registered_test_envs() -> Any:
 
 
 def test_a_text_observation_env_with_a_namespaced_id_and_numbered_actions(envs: Any) -> None:
-    env = envs.make("gymnasium", {"id": "ragen_test/Echo-v0", "action_names": ["Alpha", "Beta", "Gamma"],
-                                  "success": "is_success", "instruction": "Pick gamma."})
+    env = envs.make("gym.ragen_test/Echo-v0", {"action_names": ["Alpha", "Beta", "Gamma"], "success": "is_success",
+                                               "instruction": "Pick gamma."})
     assert env.instruction == "Pick gamma." and env.max_actions_per_traj == 5
     obs, _ = env.reset(seed=4)
     assert obs.startswith("start: ") and env.state_key() == obs
@@ -395,20 +406,20 @@ def test_two_training_steps_of_the_tiny_model(tmp_path: Path, one_torch_thread: 
     from click.testing import CliRunner
 
     from ragen_core.cli import build_cli
-    from ragen_core.plugins import build_plugin_manager, collect_registries
+    from ragen_core.plugins import build_plugin_manager
     from tests.plain_recipe import PLAIN
 
-    pm = build_plugin_manager()
-    name = "gym.FrozenLake-v1" if hasattr(collect_registries(pm).envs, "register_namespace") else "gymnasium"
-    env = f"{{name: {name}, groups: 2, options: {{kwargs: {{is_slippery: false}}}}}}"
-    args = [*PLAIN, f"envs=[{env}]", "rollout.env_groups=2", "rollout.group_size=2", "rollout.max_turn=2",
+    args = [*PLAIN, "envs=[{name: gym.FrozenLake-v1, groups: 2, options: {kwargs: {is_slippery: false}}}]",
+            "rollout.env_groups=2", "rollout.group_size=2", "rollout.max_turn=2",
             "rollout.max_new_tokens=8", "rollout.val_env_groups=1", "rollout.val_group_size=1",
             "trainer.name=torch", "trainer.model=tiny", "estimator=grpo", "filter=none", "trainer.mini_batch_size=4",
             "trainer.micro_batch_size=2", "trainer.warm_start_steps=0", "trainer.save_every=0", "trainer.val_every=0",
             "trainer.steps=2", "run.log_level=error"]
-    res = CliRunner().invoke(build_cli(pm), ["train", *args, "--run-dir", str(tmp_path / "run")])
+    res = CliRunner().invoke(build_cli(build_plugin_manager()), ["train", *args, "--run-dir", str(tmp_path / "run")])
     assert res.exit_code == 0, res.output
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [0, 1, 2] and metrics[2]["rollout/samples"] == 4
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
-    assert samples and all(s["turns"][0]["observation"] == "PFFF\nFHFH\nFFFH\nHFFG" for s in samples)
+    assert samples and all(s["env"] == "gym.FrozenLake-v1" for s in samples)
+    assert all(s["turns"][0]["observation"] == "PFFF\nFHFH\nFFFH\nHFFG" for s in samples)  # the 4x4 map, P at S
+    assert "val/gym.FrozenLake-v1/success" in metrics[0] and "train/gym.FrozenLake-v1/success" in metrics[2]

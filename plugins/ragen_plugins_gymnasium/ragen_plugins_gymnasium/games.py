@@ -61,8 +61,8 @@ _TAXI = Game(
     rules="You drive a taxi on a 5x5 grid with four stops R, G, Y, B. Drive to the passenger's stop, pick the "
           "passenger up, drive to the destination and drop them off. South moves down the grid, North up, East "
           "right, West left; the taxi cannot cross a wall '|'. Every step costs 1, a pickup or dropoff in the wrong "
-          "place costs 10, delivering the passenger earns 20 and ends the game. The lines under the grid say "
-          "where the passenger waits and where they are going.",
+          "place costs 10, delivering the passenger earns 20 and ends the game. Under the grid, a line in "
+          "parentheses names your last move and the notes say where the passenger waits and where they are going.",
     legend={"T": "the taxi (empty)", "@": "the taxi with the passenger aboard", "R, G, Y, B": "the four stops",
             "|": "a wall", ":": "no wall"},
     marks={"bg:yellow": Mark("the taxi (empty)", "T"), "bg:green": Mark("the taxi with the passenger aboard", "@"),

@@ -27,15 +27,13 @@ GUIDE = {
 
 @hookimpl
 def ragen_register_envs(registry: Any) -> None:
-    """Register the ``gymnasium`` env and, where the core offers namespaces, ``gym.<id>``."""
+    """Register the ``gymnasium`` env and the namespace ``gym``: ``gym.<id>`` is ``gymnasium`` with ``id=<id>``."""
     registry.register("gymnasium", "ragen_plugins_gymnasium.env:GymnasiumEnv",
                       config="ragen_plugins_gymnasium.env:GymnasiumConfig",
                       description="any gymnasium env with text, 'ansi' or integer observations and Discrete actions "
                                   "(option id; default FrozenLake-v1)",
                       hints={"max_turn": 6, "max_actions_per_turn": 2, "answer_tokens": 16, "think_tokens": 32},
                       guide=GUIDE)
-    if hasattr(registry, "register_namespace"):
-        registry.register_namespace("gym", env="gymnasium", option="id",
-                                    names="ragen_plugins_gymnasium.listing:runnable_ids",
-                                    description="gymnasium ids: gym.FrozenLake-v1, gym.Taxi-v4, gym.CliffWalking-v1, "
-                                                "gym.Blackjack-v1, ...")
+    registry.register_namespace("gym", env="gymnasium", option="id", names="ragen_plugins_gymnasium.listing:runnable_ids",
+                                description="gymnasium ids: gym.FrozenLake-v1, gym.Taxi-v4, gym.CliffWalking-v1, "
+                                            "gym.Blackjack-v1, ...")
