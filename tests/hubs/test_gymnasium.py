@@ -13,17 +13,17 @@ from typing import Any
 
 import gymnasium
 import pytest
-import ragen_plugins_gymnasium.plugin as plugin
 from gymnasium import spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import ragen_plugins_gymnasium.plugin as plugin
+from ragen_core.checks import check_env, fuzz_env
+from ragen_core.errors import ConfigError
 from ragen_plugins_gymnasium.ansi import IGNORE, Mark, ansi_to_text, describe_style, styled_lines
 from ragen_plugins_gymnasium.env import GymnasiumEnv
 from ragen_plugins_gymnasium.games import GAMES
 from ragen_plugins_gymnasium.listing import runnable_ids, screen_source
-
-from ragen_core.checks import check_env, fuzz_env
-from ragen_core.errors import ConfigError
 from tests.needs import needs_plugin
 
 #: the ids gymnasium 1.x registers that the adapter plays without optional packages
@@ -308,9 +308,9 @@ def test_a_text_observation_env_with_a_namespaced_id_and_numbered_actions(envs: 
     ({"id": "FrozenLak-v1"}, r"id: must be a registered gymnasium id: 'FrozenLak-v1' .*did you mean 'FrozenLake-v1'"),
     ({"id": "Taxi-v9"}, r"version `v9` .* doesn't exist.*did you mean 'Taxi-v4'"),
     ({"id": "no_such_module:X-v0"}, r"importing 'no_such_module' failed: ModuleNotFoundError"),
-    ({"id": "CartPole-v1"}, r"'CartPole-v1' cannot be shown as text: its observation space Box.*no 'ansi'"),
+    ({"id": "CartPole-v1"}, r"'CartPole-v1' cannot be shown as text: its observation space Box\(float32.*no 'ansi'"),
     ({"id": "ragen_test/Floats-v0"}, r"cannot be shown as text"),
-    ({"id": "ragen_test/Steer-v0"}, r"action space Box.*not Discrete"),
+    ({"id": "ragen_test/Steer-v0"}, r"action space Box\(float32, shape \(1,\)\), not Discrete"),
     ({"kwargs": {"map_nam": "8x8"}}, r"no keyword argument 'map_nam'; did you mean 'map_name'"),
     ({"kwargs": {"map_name": "9x9"}}, r"gymnasium.make\('FrozenLake-v1', \*\*\{'map_name': '9x9'\}\) failed: KeyError"),
     ({"kwargs": {"render_mode": "human"}}, r"kwargs: must be keyword arguments .* without render_mode"),
@@ -325,6 +325,21 @@ def test_a_text_observation_env_with_a_namespaced_id_and_numbered_actions(envs: 
 def test_bad_options_name_themselves(envs: Any, options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         envs.make("gymnasium", options)
+
+
+def test_the_config_check_makes_each_gymnasium_env_of_the_run_once(envs: Any, ragen_registries: Any) -> None:
+    from ragen_core.config import load_config, resolve_config
+
+    registries = ragen_registries()
+    mix = "[gym.Taxi-v4, gym.CartPole-v1, {name: gymnasium, options: {kwargs: {map_nam: 4x4}}}]"
+    resolved = resolve_config(load_config(None, [f"envs={mix}"]), registries, strict=False)
+    assert plugin.ragen_check_config(resolved, registries) == [
+        "env gym.CartPole-v1: env option id: gymnasium env 'CartPole-v1' cannot be shown as text: its observation "
+        "space Box(float32, shape (4,)) is neither text nor integers, and its render modes (human, rgb_array) have no "
+        "'ansi'",
+        "env gymnasium: env option kwargs: FrozenLake-v1 takes no keyword argument 'map_nam'; did you mean 'map_name'?"]
+    good = resolve_config(load_config(None, ["env=gym.Blackjack-v1"]), registries, strict=False)
+    assert plugin.ragen_check_config(good, registries) == []
 
 
 # ------------------------------------------------------------------------------------------------ ANSI text

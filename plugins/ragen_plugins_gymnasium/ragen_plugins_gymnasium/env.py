@@ -294,15 +294,25 @@ def _check_spaces(env: gymnasium.Env[Any, Any], env_id: str, modes: tuple[str, .
     if mode is None:
         raise ConfigError(
             f"env option id: gymnasium env {env_id!r} cannot be shown as text: its observation space "
-            f"{env.observation_space} is neither text nor integers, and its render modes ({', '.join(modes) or 'none'})"
-            " have no 'ansi'", hint="the gymnasium adapter plays envs with a Text observation, an 'ansi' render or "
-            "integer observations (Discrete, MultiDiscrete, MultiBinary, Tuple of those)")
+            f"{_space_name(env.observation_space)} is neither text nor integers, and its render modes "
+            f"({', '.join(modes) or 'none'}) have no 'ansi'",
+            hint="the gymnasium adapter plays envs with a Text observation, an 'ansi' render or integer observations "
+            "(Discrete, MultiDiscrete, MultiBinary, Tuple of those)")
     space = env.action_space
     if not isinstance(space, spaces.Discrete):
-        raise ConfigError(f"env option id: gymnasium env {env_id!r} has the action space {space}, not Discrete",
+        raise ConfigError(f"env option id: gymnasium env {env_id!r} has the action space {_space_name(space)}, not "
+                          "Discrete",
                           hint="the gymnasium adapter plays envs whose actions are numbered (gymnasium.spaces.Discrete)")
     values = tuple(int(space.start) + i for i in range(int(space.n)))
     return mode, values, _action_names(env_id, cfg, game, values)
+
+
+def _space_name(space: Any) -> str:
+    """A space in a few words: ``Box(float32, shape (4,))`` rather than its bounds."""
+    if isinstance(space, spaces.Box):
+        return f"Box({space.dtype}, shape {space.shape})"
+    text = str(space)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _action_names(env_id: str, cfg: GymnasiumConfig, game: Game | None, values: tuple[int, ...]) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """The plugin module named by the entry point (group ``ragen``, name ``gymnasium``): registration only.
 
 Nothing is imported here beyond the hook marker: the env class, gymnasium's registry and the listing of the ``gym``
-namespace load when an env is made or the names are listed.
+namespace load when an env is made or the names are listed. ``ragen_check_config`` makes each gymnasium env of a
+run's config once, so an unplayable id fails before the run.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ragen_core import hookimpl
+
+#: the env class, loaded when an env is made
+ENTRY_POINT = "ragen_plugins_gymnasium.env:GymnasiumEnv"
 
 #: the catalogue entry of ``ragen envs --long``
 GUIDE = {
@@ -28,7 +32,7 @@ GUIDE = {
 @hookimpl
 def ragen_register_envs(registry: Any) -> None:
     """Register the ``gymnasium`` env and the namespace ``gym``: ``gym.<id>`` is ``gymnasium`` with ``id=<id>``."""
-    registry.register("gymnasium", "ragen_plugins_gymnasium.env:GymnasiumEnv",
+    registry.register("gymnasium", ENTRY_POINT,
                       config="ragen_plugins_gymnasium.env:GymnasiumConfig",
                       description="any gymnasium env with text, 'ansi' or integer observations and Discrete actions "
                                   "(option id; default FrozenLake-v1)",
@@ -37,3 +41,24 @@ def ragen_register_envs(registry: Any) -> None:
     registry.register_namespace("gym", env="gymnasium", option="id", names="ragen_plugins_gymnasium.listing:runnable_ids",
                                 description="gymnasium ids: gym.FrozenLake-v1, gym.Taxi-v4, gym.CliffWalking-v1, "
                                             "gym.Blackjack-v1, ...")
+
+
+@hookimpl
+def ragen_check_config(config: Any, registries: Any) -> list[str]:
+    """Make every gymnasium env of the run once (training and validation plans), so an id the adapter cannot play
+    (CartPole's float observations, a missing optional package) or a bad ``kwargs`` fails before the run starts
+    instead of costing every episode. Only a bad ``id`` is caught by option validation alone."""
+    problems: list[str] = []
+    seen: list[tuple[str, dict[str, Any]]] = []
+    for name, _groups, options in [*config.env_plan, *config.val_env_plan]:
+        if (name, options) in seen:
+            continue
+        seen.append((name, options))
+        spec, _params, _instruction = registries.envs.resolve(name)
+        if spec.entry_point != ENTRY_POINT:
+            continue
+        try:
+            registries.envs.make(name, options).close()
+        except Exception as exc:  # noqa: BLE001 - reported as the config's problem, whatever failed
+            problems.append(f"env {name}: {getattr(exc, 'message', None) or f'{type(exc).__name__}: {exc}'}")
+    return problems
