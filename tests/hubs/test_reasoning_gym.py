@@ -181,6 +181,36 @@ def test_the_seed_option_changes_the_problems() -> None:
     assert [a.reset(seed=s)[0] for s in range(5)] != [b.reset(seed=s)[0] for s in range(5)]
 
 
+def test_env_workers_in_threads_keep_the_console(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The rollout may step envs from a thread pool: a chatty scorer's prints are kept off the console one thread at
+    a time, so ``sys.stdout`` is never left swapped, nothing leaks, and the rewards are the scorer's."""
+    import concurrent.futures
+    import time
+
+    env = made("gcd", size=8)
+    original = env.problems.dataset.score_answer
+
+    def chatty(answer: str, entry: dict[str, Any]) -> float:
+        print("scoring", answer)  # as reasoning-gym's bf and codeio print
+        time.sleep(0.005)  # long enough for another thread's swap to interleave without the lock
+        return original(answer, entry)
+
+    monkeypatch.setattr(env.problems.dataset, "score_answer", chatty)
+
+    def play(seed: int) -> float:
+        mine = ReasoningGymEnv(dataset="gcd", size=8)  # shares the dataset (and its chatty scorer)
+        mine.reset(seed=seed)
+        return mine.step(mine.oracle_action() or "")[1]
+
+    stdout = sys.stdout
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        rewards = list(pool.map(play, range(32)))
+    left, sys.stdout = sys.stdout, stdout  # restored even when the check below fails
+    assert left is stdout and rewards == [1.0] * 32
+    assert "scoring" not in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------------------ invalid answers
 
 def test_blank_long_and_late_answers_are_invalid_and_change_nothing() -> None:

@@ -4,7 +4,7 @@ Everything here imports reasoning-gym when called (a few seconds: it loads every
 module is imported. :func:`dataset_names` lists the ``rg.<name>`` members; :func:`check_options` validates an env's
 ``dataset`` and ``config`` with errors that name the bad key and the valid ones; :func:`problems` returns the shared
 :class:`Problems` of one dataset configuration, which generates and scores entries with reasoning-gym's console
-chatter (the ``bf`` compiler prints dots, ``pool_matrix`` warns) kept off the console.
+chatter (the ``bf`` compiler prints dots, ``pool_matrix`` warns) kept off the console, one thread at a time.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import io
 import json
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -37,6 +38,10 @@ _CACHE_SIZE = 128
 _ENTRIES_KEPT = 4096
 
 T = TypeVar("T")
+
+#: held around every call into reasoning-gym: env workers may run in threads, and the swaps of ``sys.stdout`` and
+#: of the warning filters that keep reasoning-gym quiet must never interleave (nor the entry caches be edited twice)
+_LOCK = threading.RLock()
 
 
 def _registry() -> dict[str, tuple[type, type]]:
@@ -148,8 +153,9 @@ def _composite_specs(items: Any) -> list[Any]:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Keep reasoning-gym's prints and warnings off the console (they would break a run's live progress)."""
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+    """Keep reasoning-gym's prints and warnings off the console (they would break a run's live progress); one
+    thread at a time (:data:`_LOCK`)."""
+    with _LOCK, contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
 
@@ -185,15 +191,16 @@ class Problems:
 
         :raises EnvError: reasoning-gym failed to generate it (a config it accepted but cannot generate from).
         """
-        if index not in self._entries:
-            try:
-                self._entries[index] = quietly(lambda: self.dataset[index])
-            except Exception as exc:
-                raise EnvError(f"reasoning-gym dataset {self.name!r} could not generate problem {index}: "
-                               f"{type(exc).__name__}: {exc}", hint="check the env's config options") from exc
-            if len(self._entries) > _ENTRIES_KEPT:
-                self._entries.popitem(last=False)
-        return copy.deepcopy(self._entries[index])
+        with _LOCK:
+            if index not in self._entries:
+                try:
+                    self._entries[index] = quietly(lambda: self.dataset[index])
+                except Exception as exc:
+                    raise EnvError(f"reasoning-gym dataset {self.name!r} could not generate problem {index}: "
+                                   f"{type(exc).__name__}: {exc}", hint="check the env's config options") from exc
+                if len(self._entries) > _ENTRIES_KEPT:
+                    self._entries.popitem(last=False)
+            return copy.deepcopy(self._entries[index])
 
     def score(self, answer: str, entry: dict[str, Any]) -> float:
         """reasoning-gym's own ``score_answer(answer, entry)`` (it may raise)."""
@@ -206,10 +213,11 @@ _PROBLEMS: OrderedDict[str, Problems] = OrderedDict()
 def problems(dataset: str, options: Mapping[str, Any], *, seed: int, size: int) -> Problems:
     """The shared :class:`Problems` of this configuration (made on first use; the last few are kept)."""
     key = json.dumps([dataset, options, seed, size], sort_keys=True, default=repr)
-    if key in _PROBLEMS:
-        _PROBLEMS.move_to_end(key)
-    else:
-        _PROBLEMS[key] = Problems(dataset, options, seed=seed, size=size)
-        if len(_PROBLEMS) > _CACHE_SIZE:
-            _PROBLEMS.popitem(last=False)
-    return _PROBLEMS[key]
+    with _LOCK:
+        if key in _PROBLEMS:
+            _PROBLEMS.move_to_end(key)
+        else:
+            _PROBLEMS[key] = Problems(dataset, options, seed=seed, size=size)
+            if len(_PROBLEMS) > _CACHE_SIZE:
+                _PROBLEMS.popitem(last=False)
+        return _PROBLEMS[key]
