@@ -14,7 +14,7 @@ from ragen_core import hookimpl
 GUIDE = {
     "rules": "One problem of a reasoning-gym dataset per episode, chosen by `dataset` (or the name "
              "`rg.<dataset>`): arithmetic, algebra, logic, graphs, games, cognition, ARC and more; the dataset's "
-             "own options go in `config`. The observation is the problem's question; one answer ends the episode. "
+             "own options go in `config`. The observation is the problem's question; a scored answer ends the episode. "
              "reset(seed) poses problem seed % `size` of the dataset made with `seed`.",
     "actions": "the final answer as free text, in the format the question asks for. An empty answer, one longer "
                "than `max_answer_length`, one the dataset's scorer would execute as code (a few scorers eval their "
