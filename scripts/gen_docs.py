@@ -59,11 +59,17 @@ def builtin_plugin_names() -> list[str]:
     return sorted(names)
 
 
-def builtin_registries() -> Any:
-    """Registries filled by the built-in plugins only (autoload off, the built-ins named explicitly)."""
+#: the env-hub adapters (docs/hubs.md): built-in distributions whose envs the catalogue (envs.md) leaves out, since
+#: their first prompts come from another library or a server; their options are in config.md like the others'
+HUB_PLUGINS = ("reasoning_gym", "textarena", "openenv", "gymnasium")
+
+
+def builtin_registries(hubs: bool = True) -> Any:
+    """Registries filled by the built-in plugins only (autoload off, the built-ins named explicitly), the env-hub
+    adapters included unless ``hubs`` is false."""
     from ragen_core.plugins import build_plugin_manager, collect_registries
 
-    names = builtin_plugin_names()
+    names = [n for n in builtin_plugin_names() if hubs or n not in HUB_PLUGINS]
     if not names:
         raise DocsUnavailable("no built-in plugin (ragen-plugins-*) is installed (make setup)")
     pm = build_plugin_manager(environ={"RAGEN_DISABLE_PLUGIN_AUTOLOAD": "1", "RAGEN_PLUGINS": ",".join(names)})
@@ -479,7 +485,9 @@ def render_config() -> str:
                            if registries.envs.resolve(v.name)[0].name == spec.name), key=lambda v: v.name)
         out += [f'<a id="{anchor("env", spec.name)}"></a>', "", f"### `{spec.name}`", "",
                 cell(spec.description) + ("" if spec.description.endswith(".") else "."), "",
-                "- " + " · ".join(_spec_facts(spec)) + f" · [catalogue](envs.md#{anchor('env', spec.name)})",
+                "- " + " · ".join(_spec_facts(spec)) + (f" · [hub adapter](hubs.md#hub-{spec.plugin})"
+                                                         if spec.plugin in HUB_PLUGINS else
+                                                         f" · [catalogue](envs.md#{anchor('env', spec.name)})"),
                 f"- options class `{cls.__module__}:{cls.__qualname__}`"]
         if variants:
             out.append("- variants: " + ", ".join(
@@ -610,7 +618,7 @@ def render_envs() -> str:
     from ragen_core.config import RolloutConfig, unstructure
     from ragen_core.registry import GUIDE_KEYS
 
-    registries = builtin_registries()
+    registries = builtin_registries(hubs=False)
     rc = RolloutConfig()
     envs = registries.envs
     out = [

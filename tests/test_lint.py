@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE = ["ragen_core", "ragen_plugins_envs", "ragen_plugins_filters", "plugins", "tests", "scripts", "bench"]
 PLUGIN_PACKAGES = ["ragen_plugins_envs", "ragen_plugins_filters", "ragen_plugins_estimators",
                    "ragen_plugins_diagnostics", "ragen_plugins_torch", "ragen_plugins_verl", "ragen_plugins_eval",
-                   "ragen_plugins_sinks"]
+                   "ragen_plugins_sinks", "ragen_plugins_reasoning_gym", "ragen_plugins_textarena",
+                   "ragen_plugins_openenv", "ragen_plugins_gymnasium"]
 
 
 def _tool(name: str) -> list[str]:
