@@ -19,6 +19,8 @@ def ragen_register_envs(registry: Any) -> None:
     registry.register(
         "openenv", "ragen_plugins_openenv.envs:OpenEnvEnv",
         description="any OpenEnv server, by URL: the answer goes into one action field",
+        # a server's task is unknown here: a few turns of one free-text action; set rollout.* for yours
+        hints={"max_turn": 5, "max_actions_per_turn": 1, "answer_tokens": 64},
         guide={"rules": "Whatever the OpenEnv server at `url` plays; the observation shown is its text field (or the "
                         "whole observation as JSON). " + _CONNECTION,
                "actions": "Free text, put into the action field `action_field` (by default the schema's only "
@@ -30,6 +32,8 @@ def ragen_register_envs(registry: Any) -> None:
     registry.register(
         "remote", "ragen_plugins_openenv.envs:RemoteEnv",
         description="a ragen env served by `ragen env serve` elsewhere, used like a local one",
+        # the served env's own hints stay on its server (they are read before any connection): a generic shape
+        hints={"max_turn": 5, "max_actions_per_turn": 2, "answer_tokens": 32},
         guide={"rules": "The served env's own rules, instruction, action names and legend (sent with the first "
                         "reset). " + _CONNECTION,
                "actions": "The served env's actions.",
