@@ -9,14 +9,16 @@ in three tiers, each tried before the next:
 1. the tokens of the messages it received since its previous move (the current board and its move list);
 2. the tokens of all its earlier messages (the rules' examples);
 3. fillings of those tokens: their numbers replaced by numbers from 0 to the largest number on the board (at least
-   10, at most 100), their board squares (``a2``) by squares of a board up to the largest file and rank on it, and
-   a placeholder capital (``X`` in ``[bet X]``) by such a number.
+   10, at most 100), their board squares (``a2``) by squares of a board up to the largest file and rank on it (a
+   second square within two files and ranks of the first), and a placeholder capital (``X`` in ``[bet X]``) by such
+   a number (mostly up to 10); where no token has such a part, the bare numbers ``[0]`` .. ``[largest]``.
 
 ``random`` shuffles each tier with a generator seeded by the episode's seed (so the move it plays is drawn
 uniformly from the valid candidates of the first tier that has one); ``first`` keeps the reading order (the first
 listed valid move, a weak and fully predictable player). At most ``max_tries`` candidates are tried per move;
-when none is accepted the opponent plays its first candidate anyway, and TextArena's invalid-move rule decides
-(after too many such moves the opponent loses): a game whose moves it cannot find is a won game for the agent.
+when none is accepted the opponent plays its first candidate anyway, and TextArena's invalid-move rule decides:
+after too many such moves the opponent loses (a won game for the agent), or, in a game that does not end that way,
+the env cuts the episode (see :mod:`ragen_plugins_textarena.env`).
 
 ``llm`` asks an OpenAI-compatible chat endpoint (``opponent_url``, e.g. a local vLLM or ``ragen serve``) through
 TextArena's own ``OpenAIAgent``, showing it the observation TextArena shows player 1 (the game id's observation
@@ -57,14 +59,31 @@ class OpponentMove:
     found: bool
 
 
+def _outer_spans(text: str) -> list[str]:
+    """The outermost ``[...]`` spans of ``text`` (nested brackets inside, such as Tak's ``[place () {(3,2): [C0]}]``;
+    none across lines or longer than 80 characters)."""
+    spans, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            depth = 0
+        elif ch == "[":
+            start = i if depth == 0 else start
+            depth += 1
+        elif ch == "]" and depth:
+            depth -= 1
+            if depth == 0 and i - start <= 80:
+                spans.append(text[start:i + 1])
+    return spans
+
+
 def bracketed(texts: list[str], skip: frozenset[str] = frozenset()) -> list[str]:
-    """The distinct ``[token]`` strings of ``texts`` in reading order (those whose inside is in ``skip``, such as
-    role tags, left out)."""
+    """The distinct ``[token]`` strings of ``texts`` in reading order: the outermost spans, then the innermost
+    tokens not among them (those whose inside is in ``skip``, such as role tags, left out)."""
     seen: dict[str, None] = {}
     for text in texts:
-        for inner in _BRACKETED.findall(text):
-            if inner.strip() and inner.strip() not in skip:
-                seen.setdefault(f"[{inner}]", None)
+        for token in [*_outer_spans(text), *(f"[{inner}]" for inner in _BRACKETED.findall(text))]:
+            if token[1:-1].strip() and token[1:-1].strip() not in skip:
+                seen.setdefault(token, None)
     return list(seen)
 
 
@@ -80,13 +99,14 @@ def _board_limits(texts: list[str]) -> tuple[int, str, int]:
 
 def _fill(template: str, rng: random.Random, top: int, last_file: int, rank: int) -> str:
     """``template`` with each number, square and placeholder capital replaced by a random value: numbers in
-    ``0..top``, squares on files ``a..`` (index ``last_file``) and ranks ``1..rank``, a square after the first
-    within two files and ranks of the one before it (most board moves are short)."""
+    ``0..top`` (in ``0..10`` seven times in ten: counts and indices are mostly small), squares on files ``a..``
+    (index ``last_file``) and ranks ``1..rank``, a square after the first within two files and ranks of the one
+    before it (most board moves are short)."""
     previous: list[tuple[int, int]] = []
 
     def fill(match: re.Match[str]) -> str:
         if not match.group(1):
-            return str(rng.randint(0, top))
+            return str(rng.randint(0, top if rng.random() < 0.3 else min(top, 10)))
         if previous:
             f, r = previous[-1]
             f, r = min(max(f + rng.randint(-2, 2), 0), last_file), min(max(r + rng.randint(-2, 2), 1), rank)
@@ -138,7 +158,11 @@ class ScriptedOpponent:
             if self.order == "random":
                 self.rng.shuffle(tier)
         yield from itertools.chain(first, second)
+        numbers = [f"[{n}]" for n in range(_board_limits(recent or history)[0] + 1)]
+        if self.order == "random":
+            self.rng.shuffle(numbers)
         yield from fillings(first + second, recent or history, self.rng, self.max_tries)
+        yield from (n for n in numbers if n not in first and n not in second)
 
     def move(self, game: TextArenaGame) -> OpponentMove:
         """Play one move for the player to move of ``game``."""
