@@ -399,9 +399,17 @@ class ResolvedConfig:
             data[key] = {"name": comp.name, **(unstructure(resolved) if resolved is not None else comp.options)}
         data["diagnostics"] = [{"name": n, **unstructure(c)} for n, c in self.diagnostics]
         data["sinks"] = [{"name": n, **unstructure(c)} for n, c in self.sinks]
-        data["envs"] = [{"name": n, "groups": g, "options": o} for n, g, o in self.env_plan]
-        data["val_envs"] = [{"name": n, "groups": g, "options": o} for n, g, o in self.val_env_plan]
+        data["envs"] = [{"name": n, "groups": g, "options": _fresh(o)} for n, g, o in self.env_plan]
+        data["val_envs"] = [{"name": n, "groups": g, "options": _fresh(o)} for n, g, o in self.val_env_plan]
         return data
+
+
+def _fresh(value: Any) -> Any:
+    """``value`` with fresh containers, so that data shared between the train and validation plans is written out
+    twice, not as a YAML anchor and alias (``&id001``)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    return [_fresh(v) for v in value] if isinstance(value, list) else value
 
 
 def plan_env_groups(choices: list[EnvChoice], total: int, path: str) -> list[tuple[str, int, dict[str, Any]]]:

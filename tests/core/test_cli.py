@@ -62,6 +62,10 @@ def test_config_show_resolves_every_default() -> None:
     assert data["filter"] == {"name": "keep_top", "k": 1}
     assert data["trainer"] == {"name": "toy", "steps": 2}
     assert data["rollout"]["group_size"] == 16
+    opts = invoke("config", "show", "env=counter", "trainer=toy", "estimator=rtg", "filter=keep_top",
+                  "env.options={target: 4}")  # the train and validation plans share these options
+    assert "&id" not in opts.output and "*id" not in opts.output  # written out twice, not as a YAML alias
+    assert yaml.safe_load(opts.output)["val_envs"][0]["options"] == {"target": 4}
     defaulted = invoke("config", "show", "env=counter", "filter=keep_top")  # the toy plugin offers its trainer
     assert defaulted.exit_code == 0, defaulted.output
     assert "# trainer.name: from the default of plugin tests.core.toy_plugin (not set in the config)" in \
