@@ -49,7 +49,7 @@ def test_every_distribution_ships_py_typed() -> None:
     packages = [ROOT / "ragen_core", ROOT / "ragen_plugins_envs" / "ragen_plugins_envs",
                 ROOT / "ragen_plugins_filters" / "ragen_plugins_filters",
                 *(d / d.name for d in (ROOT / "plugins").glob("ragen_*") if (d / d.name).is_dir())]
-    assert len(packages) == 10
+    assert len(packages) == 14  # the core, 8 built-ins, the 4 env-hub adapters and the example plugin
     for package in packages:
         assert (package / "py.typed").is_file(), package
     for pyproject in [ROOT / "pyproject.toml", *(ROOT / "ragen_plugins_envs", ROOT / "ragen_plugins_filters"),

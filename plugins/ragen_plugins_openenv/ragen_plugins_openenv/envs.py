@@ -32,7 +32,14 @@ _INVALID = {"success": False, "action_is_valid": False, "action_is_effective": F
 
 @attrs.define
 class _Connection:
-    """Where the server is and how long to wait for it."""
+    """Where the server is and how long to wait for it.
+
+    :ivar url: the server, ``http://HOST:PORT`` (``https://``, ``ws://`` and ``wss://`` too).
+    :ivar key_env: the environment variable holding the server's key (sent as ``Authorization: Bearer KEY``), so
+        the key never lands in a run's config.yaml; unset or empty: no key.
+    :ivar connect_timeout: seconds to open a session.
+    :ivar timeout: seconds to wait for each answer; a server that takes longer, or dies, fails the episode.
+    """
 
     url: str = attrs.field(default="http://127.0.0.1:8100", validator=_URL)
     key_env: str = "RAGEN_ENV_API_KEY"
@@ -42,13 +49,19 @@ class _Connection:
 
 @attrs.define
 class OpenEnvConfig(_Connection):
-    """``url``: the OpenEnv server; ``action_field``: the action's field that gets the answer text (None: the
-    action schema's only required field, from ``/schema``); ``observation_field``: the observation's field shown
-    to the model (None: ``text``, ``prompt``, ``message`` or ``observation`` when one is a string, else the whole
-    observation as JSON); ``success_field``: a boolean observation field meaning success (None: ``success`` when
-    present, else a positive reward at the end); ``instruction``: the task as the system prompt tells it;
-    ``max_actions``: actions per trajectory; ``invalid_reward``: the reward of an action the server's schema
-    refuses; ``reset_options``: extra reset fields."""
+    """Any OpenEnv server.
+
+    :ivar action_field: the action field that gets the answer text, converted to the field's JSON type; None: the
+        action schema's only required field (read from ``/schema``).
+    :ivar observation_field: the observation field shown to the model; None: ``text``, ``prompt``, ``message`` or
+        ``observation`` when one is a string, else the whole observation as JSON.
+    :ivar success_field: a boolean observation field meaning success at the end; None: ``success`` when the
+        observation has it, else a positive final reward.
+    :ivar instruction: the task, as the system prompt tells it (an OpenEnv server does not say).
+    :ivar max_actions: actions one trajectory may take.
+    :ivar invalid_reward: the reward of an answer that cannot be converted or that the server's schema refuses.
+    :ivar reset_options: extra fields sent with every reset (beside the seed).
+    """
 
     action_field: str | None = None
     observation_field: str | None = None
@@ -210,7 +223,10 @@ class OpenEnvEnv(TextEnv):
 
 @attrs.define
 class RemoteConfig(_Connection):
-    """``url``: the ``ragen env serve`` server; ``env``: the served env's name, checked at reset (None: any)."""
+    """A ragen env served by ``ragen env serve``.
+
+    :ivar env: the served env's name, checked at reset (a server serving another env fails the episode); None: any.
+    """
 
     env: str | None = attrs.field(default=None, validator=attrs.validators.optional(
         attrs.validators.matches_re(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")))
