@@ -121,16 +121,16 @@ class Session:
             ws.send(json.dumps(message))
             answer = json.loads(ws.recv(timeout=self.timeout))
         except TimeoutError:
-            self.close()
+            self.close(polite=False)
             raise EnvError(f"OpenEnv server {self.url} did not answer {kind!r} within {self.timeout:g} s") from None
         except (WebSocketException, OSError, ValueError) as exc:
             answer = _last_words(ws)  # a server that refuses a session says why, then closes
-            self.close()
+            self.close(polite=False)
             if answer is None:
                 raise EnvError(f"OpenEnv server {self.url} failed during {kind!r}: {type(exc).__name__}: {exc}"
                                ) from None
         if not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
-            self.close()
+            self.close(polite=False)
             raise EnvError(f"OpenEnv server {self.url} sent a malformed answer to {kind!r}: {str(answer)[:200]}")
         if answer.get("type") == "error":
             error = answer["data"]
@@ -138,16 +138,20 @@ class Session:
             raise ServerError(f"OpenEnv server {self.url}: {error.get('message', 'error')} ({code})", code)
         return dict(answer["data"])
 
-    def close(self) -> None:
-        """End the session (best effort: a dead server is already gone)."""
+    def close(self, polite: bool = True) -> None:
+        """End the session: tell the server and wait (a second at most) for it to close the connection, or, when
+        ``polite`` is false (after a failure: the server may be hung or gone), drop the connection at once."""
         ws, self._ws = self._ws, None
         if ws is None:
             return
-        try:
-            ws.send(json.dumps({"type": "close"}))
-            ws.recv(timeout=1.0)  # the server ends the session by closing the connection: wait for it to say so
-        except Exception:  # noqa: BLE001 - closed (as expected), or already gone
-            pass
+        if polite:
+            try:
+                ws.send(json.dumps({"type": "close"}))
+                ws.recv(timeout=1.0)  # the server ends the session by closing the connection: wait for it to say so
+            except Exception:  # noqa: BLE001 - closed (as expected), or already gone
+                pass
+        else:
+            ws.close_timeout = 0
         try:
             ws.__exit__(None, None, None)
         except Exception:  # noqa: BLE001
