@@ -97,8 +97,9 @@ STARPO = ROOT / "ragen_core" / "starpo"  # the shared StarPO layer (rollout, cha
 #: asks the installed eval command, which resolves its own flags), and 19 (+10 in the StarPO layer) for `ragen
 #: rollout` applying filters as the trainers do (dynamic sampling's extra rounds, shared with the torch trainer),
 #: and 76 for env namespaces (#19: `rg.<dataset>`, `gym.<id>` name another hub's envs without registering each one;
-#: names resolve in the core's env registry, and `ragen envs` lists a namespace's members on demand)
-FRAMEWORK_AIM, CORE_AIM = 2590, 3265
+#: names resolve in the core's env registry, and `ragen envs` lists a namespace's members on demand), and 4 for
+#: writing shared env options out twice instead of as YAML anchors in config show and config.yaml
+FRAMEWORK_AIM, CORE_AIM = 2594, 3269
 
 
 def test_core_is_small() -> None:
