@@ -93,3 +93,38 @@ def test_a_run_trains_on_a_served_env_and_survives_the_server_dying(server: tupl
     assert all(s["rollout/frozenlake_3x3/success"] >= 0 for s in done)  # the local env's episodes still ran
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["steps"] == 3
+
+
+def test_a_server_killed_mid_rollout_fails_the_episodes_in_flight(server: tuple[Any, str]) -> None:
+    """The rollout itself, deterministically: every episode has reset and taken its first step on the server when
+    the policy's second call kills it; each episode then ends with its error, and the batch is whole."""
+    from ragen_core.config import RolloutConfig
+    from ragen_core.plugins import build_plugin_manager, collect_registries
+    from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+    from ragen_core.starpo.metrics import rollout_metrics
+    from ragen_core.starpo.rollout import ScriptedPolicy, make_episodes, run_lockstep
+
+    proc, url = server
+    config = RolloutConfig(max_turn=4, max_actions_per_turn=1, max_new_tokens=32)
+    episodes = make_episodes(collect_registries(build_plugin_manager()).envs,
+                             [("remote", 3, {"url": url, "env": SERVED, "timeout": 20})], seeds=[5, 6, 7],
+                             group_size=2, config=config, codec=ChatCodec(TextTokenizer(), think=config.think))
+    scripted = ScriptedPolicy.for_episodes(episodes, "random", seed=1)
+    calls = []
+
+    def generate(requests: list[Any]) -> list[Any]:
+        calls.append(len(requests))
+        if len(calls) == 2:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+        return scripted.generate(requests)
+
+    scripted_policy = type("Killing", (), {"tokenizer": scripted.tokenizer, "generate": staticmethod(generate)})()
+    batch = run_lockstep(episodes, scripted_policy)
+    assert len(batch) == 6 and calls[0] == 6
+    finished_first = [t for t in batch if t.env_error is None]  # an episode its first move ended (on the goal)
+    failed = [t for t in batch if t.env_error is not None]
+    assert failed and len(failed) + len(finished_first) == 6
+    assert all(len(t.turns) == 2 and "OpenEnv server" in t.env_error for t in failed), [t.env_error for t in failed]
+    assert all(t.turns[0].info.get("action_is_valid") is not None for t in failed)  # the first step was served
+    assert rollout_metrics(batch)["rollout/env_errors"] == len(failed)
