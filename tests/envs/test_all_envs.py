@@ -14,8 +14,9 @@ from ragen_core.starpo.chat import system_message, user_message
 from tests.needs import needs_plugin
 
 REGISTRIES = collect_registries(build_plugin_manager())
-# lean needs a real Kimina server; searchqa_dense embeds 10k documents on first use (its own slow test covers it)
-NAMES = [n for n in REGISTRIES.envs.names() if n not in ("lean", "searchqa_dense")]
+# lean needs a real Kimina server; searchqa_dense embeds 10k documents on first use (its own slow test covers it);
+# openenv and remote (the OpenEnv adapter, when installed) play a server: tests/hubs/test_openenv.py serves them one
+NAMES = [n for n in REGISTRIES.envs.names() if n not in ("lean", "searchqa_dense", "openenv", "remote")]
 
 
 @pytest.mark.parametrize("name", NAMES)
