@@ -4,7 +4,6 @@ two-step `ragen train` of the tiny model on it."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -24,7 +23,6 @@ from ragen_plugins_gymnasium.ansi import IGNORE, Mark, ansi_to_text, describe_st
 from ragen_plugins_gymnasium.env import GymnasiumEnv
 from ragen_plugins_gymnasium.games import GAMES
 from ragen_plugins_gymnasium.listing import runnable_ids, screen_source
-from tests.needs import needs_plugin
 
 #: the ids gymnasium 1.x registers that the adapter plays without optional packages
 TOY_TEXT = ["Blackjack-v1", "CliffWalking-v1", "CliffWalkingSlippery-v1", "FrozenLake-v1", "FrozenLake8x8-v1", "Taxi-v4"]
@@ -416,25 +414,11 @@ def test_the_known_games_name_every_action() -> None:
 
 @pytest.mark.slow
 def test_two_training_steps_of_the_tiny_model(tmp_path: Path, one_torch_thread: None) -> None:
-    needs_plugin("ragen-plugins-torch", "the training run uses the torch trainer and its tiny model")
-    pytest.importorskip("torch")
-    from click.testing import CliRunner
+    from tests.hubs.tiny_run import train_two_steps
 
-    from ragen_core.cli import build_cli
-    from ragen_core.plugins import build_plugin_manager
-    from tests.plain_recipe import PLAIN
-
-    args = [*PLAIN, "envs=[{name: gym.FrozenLake-v1, groups: 2, options: {kwargs: {is_slippery: false}}}]",
-            "rollout.env_groups=2", "rollout.group_size=2", "rollout.max_turn=2",
-            "rollout.max_new_tokens=8", "rollout.val_env_groups=1", "rollout.val_group_size=1",
-            "trainer.name=torch", "trainer.model=tiny", "estimator=grpo", "filter=none", "trainer.mini_batch_size=4",
-            "trainer.micro_batch_size=2", "trainer.warm_start_steps=0", "trainer.save_every=0", "trainer.val_every=0",
-            "trainer.steps=2", "run.log_level=error"]
-    res = CliRunner().invoke(build_cli(build_plugin_manager()), ["train", *args, "--run-dir", str(tmp_path / "run")])
-    assert res.exit_code == 0, res.output
-    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == [0, 1, 2] and metrics[2]["rollout/samples"] == 4
-    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    metrics, samples = train_two_steps(tmp_path / "run", "envs=[{name: gym.FrozenLake-v1, groups: 2, options: "
+                                       "{kwargs: {is_slippery: false}}}]", "rollout.max_turn=2")
+    assert metrics[2]["rollout/samples"] == 4
     assert samples and all(s["env"] == "gym.FrozenLake-v1" for s in samples)
     assert all(s["turns"][0]["observation"] == "PFFF\nFHFH\nFFFH\nHFFG" for s in samples)  # the 4x4 map, P at S
     assert "val/gym.FrozenLake-v1/success" in metrics[0] and "train/gym.FrozenLake-v1/success" in metrics[2]

@@ -26,7 +26,6 @@ from ragen_core.errors import ConfigError  # noqa: E402
 from ragen_plugins_reasoning_gym import screen  # noqa: E402
 from ragen_plugins_reasoning_gym.catalogue import dataset_names  # noqa: E402
 from ragen_plugins_reasoning_gym.env import ReasoningGymEnv, reference_answer  # noqa: E402
-from tests.needs import needs_plugin  # noqa: E402
 
 NAMES = dataset_names()
 #: the datasets whose entries have neither a reference answer nor an example solution (no oracle)
@@ -347,26 +346,12 @@ def test_a_composite_mixes_datasets_and_each_member_scores_and_screens_its_own(e
 
 @pytest.mark.slow
 def test_two_training_steps_of_the_tiny_model(tmp_path: Path, one_torch_thread: None) -> None:
-    needs_plugin("ragen-plugins-torch", "the training run uses the torch trainer and its tiny model")
-    pytest.importorskip("torch")
-    from click.testing import CliRunner
+    from tests.hubs.tiny_run import train_two_steps
 
-    from ragen_core.cli import build_cli
-    from ragen_core.plugins import build_plugin_manager
-    from tests.plain_recipe import PLAIN
-
-    args = [*PLAIN, "envs=[{name: rg.basic_arithmetic, groups: 2}]", "rollout.env_groups=2", "rollout.group_size=2",
-            "rollout.max_new_tokens=8", "rollout.val_env_groups=1", "rollout.val_group_size=1", "trainer.name=torch",
-            "trainer.model=tiny", "estimator=grpo", "filter=none", "trainer.mini_batch_size=4",
-            "trainer.micro_batch_size=2", "trainer.warm_start_steps=0", "trainer.save_every=0", "trainer.val_every=0",
-            "trainer.steps=2", "run.log_level=error"]
-    res = CliRunner().invoke(build_cli(build_plugin_manager()), ["train", *args, "--run-dir", str(tmp_path / "run")])
-    assert res.exit_code == 0, res.output
-    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == [0, 1, 2] and metrics[2]["rollout/samples"] == 4
+    metrics, samples = train_two_steps(tmp_path / "run", "envs=[{name: rg.basic_arithmetic, groups: 2}]")
+    assert metrics[2]["rollout/samples"] == 4
     for m, phases in zip(metrics, (["val"], ["rollout", "train"], ["rollout", "train", "val"])):
         for phase in phases:  # the env's own metrics, under its namespaced name
             assert 0 <= m[f"{phase}/rg.basic_arithmetic/success"] <= 1 and f"{phase}/rg.basic_arithmetic/pass@k" in m
-    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     questions = {own_dataset("basic_arithmetic")[index]["question"] for index in range(500)}
     assert samples and all(s["turns"][0]["observation"] in questions for s in samples)

@@ -89,20 +89,27 @@ def _apply_sgr(style: set[str], params: str) -> None:
             style.add(_ON[code])
         elif code in _OFF:
             style.difference_update(_OFF[code])
-        elif 30 <= code <= 37 or 90 <= code <= 97 or code in (38, 39):
-            style.difference_update({a for a in style if a.startswith("fg:")})
-            if code == 38:
-                attr, i = _extended("fg", codes, i - 1)
+        else:
+            i = _apply_colour(style, codes, i, code)
+
+
+#: (kind, first normal colour, first bright colour): foreground 30-37/90-97 (38 extended, 39 default), background
+#: the same plus 10
+_COLOUR_KINDS = (("fg", 30, 90), ("bg", 40, 100))
+
+
+def _apply_colour(style: set[str], codes: list[int], i: int, code: int) -> int:
+    """Apply colour code ``code`` (read just before index ``i``) to ``style``; returns the index after its
+    arguments. Codes that set no colour change nothing."""
+    for kind, normal, bright in _COLOUR_KINDS:
+        if normal <= code <= normal + 7 or bright <= code <= bright + 7 or code in (normal + 8, normal + 9):
+            style.difference_update({a for a in style if a.startswith(f"{kind}:")})
+            if code == normal + 8:
+                attr, i = _extended(kind, codes, i - 1)
                 style.add(attr)
-            elif code != 39:
-                style.add(_colour("fg", code))
-        elif 40 <= code <= 47 or 100 <= code <= 107 or code in (48, 49):
-            style.difference_update({a for a in style if a.startswith("bg:")})
-            if code == 48:
-                attr, i = _extended("bg", codes, i - 1)
-                style.add(attr)
-            elif code != 49:
-                style.add(_colour("bg", code))
+            elif code != normal + 9:
+                style.add(_colour(kind, code))
+    return i
 
 
 def styled_lines(raw: str) -> list[list[tuple[str, Style]]]:
