@@ -39,9 +39,10 @@ dataset (e.g. ``Jiayi-Pan/Countdown-Tasks-3to4``) read from JSONL (no dependency
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -201,47 +202,169 @@ def _evaluate_rpn(rpn: Sequence[Fraction | str]) -> Fraction | None:
 
 
 # --------------------------------------------------------------------------------------------- exhaustive search
+#
+# The search holds exact rationals as plain ints, or, when not whole, as a reduced pair ``(numerator, denominator)``
+# with ``denominator >= 2``: one spelling per value, so equal values are equal dict/set keys, as with
+# :class:`fractions.Fraction`, without the cost of a Fraction object per operation (its hashing and normalising
+# dominated the generator). The problem generator only needs the whole targets, so it keeps unordered value sets and
+# prunes the last combination to whole results; :func:`solve` keeps the ordered tables with origins, so it finds
+# exactly the expression the Fraction tables did.
 
+#: an exact value of the search: an int, or a reduced non-whole fraction ``(numerator, denominator >= 2)``
+_Value = int | tuple[int, int]
 #: how one value of a subset was made: (left subset mask, left value, operator, right subset mask, right value)
-_Origin = tuple[int, Fraction, str, int, Fraction]
+_Origin = tuple[int, _Value, str, int, _Value]
+#: the values of one subset, split into the whole ones and the others
+_Split = tuple[list[int], list[tuple[int, int]]]
 
 
-@functools.lru_cache(maxsize=32)
-def _value_table(nums: tuple[Fraction, ...]) -> tuple[dict[Fraction, _Origin | None], ...]:
-    """For every subset of ``nums`` (a bit mask), each exact value an expression over exactly that subset reaches,
-    with how it was first made. Dynamic programming over subsets: each unordered split is combined once, every
-    intermediate set is deduplicated. Cached per problem (a group of trajectories shares its problem)."""
+def _ratio(n: int, d: int) -> _Value:
+    """``n / d`` (``d != 0``) as a search value."""
+    if n % d == 0:
+        return n // d
+    g = math.gcd(n, d)
+    if d < 0:
+        g = -g
+    return (n // g, d // g)
+
+
+def _to_value(number: int | Fraction) -> _Value:
+    exact = Fraction(number)
+    return exact.numerator if exact.denominator == 1 else (exact.numerator, exact.denominator)
+
+
+def _results(a: _Value, b: _Value) -> list[tuple[_Value, bool, str]]:
+    """``a + b, a * b, a - b, b - a, a / b, b / a`` (divisions only by non-zero values), in this order, each with
+    whether its operands are swapped (``b`` first) and its operator."""
+    if isinstance(a, int) and isinstance(b, int):
+        out: list[tuple[_Value, bool, str]] = [(a + b, False, "+"), (a * b, False, "*"), (a - b, False, "-"),
+                                               (b - a, True, "-")]
+        if b:
+            out.append((_ratio(a, b), False, "/"))
+        if a:
+            out.append((_ratio(b, a), True, "/"))
+        return out
+    p, q = (a, 1) if isinstance(a, int) else a
+    r, s = (b, 1) if isinstance(b, int) else b
+    out = [(_ratio(p * s + r * q, q * s), False, "+"), (_ratio(p * r, q * s), False, "*"),
+           (_ratio(p * s - r * q, q * s), False, "-"), (_ratio(r * q - p * s, q * s), True, "-")]
+    if r:
+        out.append((_ratio(p * s, q * r), False, "/"))
+    if p:
+        out.append((_ratio(r * q, s * p), True, "/"))
+    return out
+
+
+def _check_count(count: int) -> None:
+    if count > MAX_SOLVER_NUMBERS:
+        raise ValueError(f"the exhaustive search handles at most {MAX_SOLVER_NUMBERS} numbers, got {count}")
+
+
+def _checked(nums: Sequence[int | Fraction]) -> tuple[_Value, ...]:
+    _check_count(len(nums))
+    return tuple(_to_value(n) for n in nums)
+
+
+def _splits(mask: int) -> Iterator[tuple[int, int]]:
+    """Each unordered split of ``mask`` into two non-empty subsets, once: ``(sub, other)`` with ``sub < other``, in
+    descending order of ``sub``."""
+    sub = (mask - 1) & mask
+    while sub:
+        other = mask ^ sub
+        if sub < other:
+            yield sub, other
+        sub = (sub - 1) & mask
+
+
+def _combine_into(out: set[_Value], left: _Split, right: _Split) -> None:
+    """Add every value of ``a op b`` (``a`` from ``left``, ``b`` from ``right``, both orders) to ``out``."""
+    add, update = out.add, out.update
+    for a in left[0]:
+        for b in right[0]:
+            update((a + b, a * b, a - b, b - a))
+            if b:
+                add(a // b if a % b == 0 else _ratio(a, b))
+            if a:
+                add(b // a if b % a == 0 else _ratio(b, a))
+    for frac in left[1]:
+        for b in right[0]:
+            update(value for value, _swapped, _op in _results(frac, b))
+        for other in right[1]:
+            update(value for value, _swapped, _op in _results(frac, other))
+    for whole in left[0]:
+        for other in right[1]:
+            update(value for value, _swapped, _op in _results(whole, other))
+
+
+def _split(values: set[_Value]) -> _Split:
+    return [v for v in values if isinstance(v, int)], [v for v in values if not isinstance(v, int)]
+
+
+def _value_sets(nums: tuple[_Value, ...], *, full: bool) -> list[_Split]:
+    """The values an expression over exactly each subset (bit mask) of ``nums`` reaches; the full set's left empty
+    unless ``full``."""
     n = len(nums)
-    table: list[dict[Fraction, _Origin | None]] = [{} for _ in range(1 << n)]
+    tables: list[_Split] = [([], []) for _ in range(1 << n)]
     for i, value in enumerate(nums):
-        table[1 << i] = {value: None}
-    for mask in range(1, 1 << n):
-        if mask & (mask - 1) == 0:
-            continue
-        out = table[mask]
-        sub = (mask - 1) & mask
-        while sub:
-            other = mask ^ sub
-            if sub < other:
-                for a in table[sub]:
-                    for b in table[other]:
-                        candidates = [(a + b, sub, a, "+", other, b), (a * b, sub, a, "*", other, b),
-                                      (a - b, sub, a, "-", other, b), (b - a, other, b, "-", sub, a)]
-                        if b != 0:
-                            candidates.append((a / b, sub, a, "/", other, b))
-                        if a != 0:
-                            candidates.append((b / a, other, b, "/", sub, a))
-                        for value, *origin in candidates:
-                            if value not in out:
-                                out[value] = tuple(origin)  # type: ignore[assignment]
-            sub = (sub - 1) & mask
-    return tuple(table)
+        tables[1 << i] = _split({value})
+    for mask in range(1, (1 << n) if full else (1 << n) - 1):
+        if mask & (mask - 1):
+            out: set[_Value] = set()
+            for sub, other in _splits(mask):
+                _combine_into(out, tables[sub], tables[other])
+            tables[mask] = _split(out)
+    return tables
 
 
-def _checked(nums: Sequence[int | Fraction]) -> tuple[Fraction, ...]:
-    if len(nums) > MAX_SOLVER_NUMBERS:
-        raise ValueError(f"the exhaustive search handles at most {MAX_SOLVER_NUMBERS} numbers, got {len(nums)}")
-    return tuple(Fraction(n) for n in nums)
+def _whole_into(out: set[int], left: _Split, right: _Split) -> None:
+    """Add to ``out`` every whole value of ``a op b`` (``a`` from ``left``, ``b`` from ``right``, both orders); a
+    fraction ``p/q`` is reduced and ``q >= 2``, which rules out most combinations with one."""
+    add, update = out.add, out.update
+    for a in left[0]:
+        for b in right[0]:
+            update((a + b, a * b, a - b, b - a))
+            if b and a % b == 0:
+                add(a // b)
+            if a and b % a == 0:
+                add(b // a)
+        for r, s in right[1]:  # a * r/s and a / (r/s) = a*s/r
+            if a % s == 0:
+                add(r * (a // s))
+            if a % r == 0:
+                add((a // r) * s)
+    for p, q in left[1]:
+        for b in right[0]:  # p/q * b and b / (p/q) = b*q/p
+            if b % q == 0:
+                add(p * (b // q))
+            if b % p == 0:
+                add((b // p) * q)
+        for r, s in right[1]:
+            if q == s:  # p/q + r/q and p/q - r/q (both orders)
+                if (p + r) % q == 0:
+                    add((p + r) // q)
+                if (p - r) % q == 0:
+                    update(((p - r) // q, (r - p) // q))
+            if r % q == 0 and p % s == 0:
+                add((p // s) * (r // q))
+            if p % r == 0 and s % q == 0:
+                add((p // r) * (s // q))
+            if r % p == 0 and q % s == 0:
+                add((r // p) * (q // s))
+
+
+@functools.lru_cache(maxsize=256)
+def _whole_targets(nums: tuple[_Value, ...], low: int, high: int) -> tuple[int, ...]:
+    """The whole values in ``[low, high]`` an expression over all of ``nums`` reaches, ascending. The value set
+    does not depend on the order of ``nums``; the generator passes them sorted, so a group of trajectories (one
+    problem) and a repeated multiset share one entry."""
+    n = len(nums)
+    if n <= 1:
+        found = {v for v in nums if isinstance(v, int)}
+    else:
+        tables, found = _value_sets(nums, full=False), set()
+        for sub, other in _splits((1 << n) - 1):
+            _whole_into(found, tables[sub], tables[other])
+    return tuple(sorted(v for v in found if low <= v <= high))
 
 
 def reachable_values(nums: Sequence[int | Fraction]) -> frozenset[Fraction]:
@@ -252,40 +375,71 @@ def reachable_values(nums: Sequence[int | Fraction]) -> frozenset[Fraction]:
     values = _checked(nums)
     if not values:
         return frozenset()
-    return frozenset(_value_table(values)[-1])
+    whole, other = _value_sets(values, full=True)[-1]
+    return frozenset([*map(Fraction, whole), *(Fraction(p, q) for p, q in other)])
 
 
-def _literal(value: Fraction) -> str:
-    if value.denominator == 1:
-        return str(value.numerator)
-    return f"({value.numerator} / {value.denominator})"
+def _made(tables: Sequence[dict[_Value, _Origin | None]], mask: int) -> Iterator[tuple[_Value, _Origin]]:
+    """Every value an expression over exactly ``mask`` makes from the tables of its subsets, with how, in the order
+    of the search (repeats included): each unordered split once, the left subset's values in the outer loop."""
+    for sub, other in _splits(mask):
+        for a in tables[sub]:
+            for b in tables[other]:
+                for value, swapped, op in _results(a, b):
+                    yield value, ((other, b, op, sub, a) if swapped else (sub, a, op, other, b))
 
 
-def _rebuild(table: Sequence[dict[Fraction, _Origin | None]], mask: int, value: Fraction) -> str:
-    origin = table[mask][value]
+@functools.lru_cache(maxsize=32)
+def _origin_tables(nums: tuple[_Value, ...]) -> tuple[dict[_Value, _Origin | None], ...]:
+    """For every proper subset of ``nums`` (a bit mask), each exact value an expression over exactly that subset
+    reaches, with how it was first made (dynamic programming over subsets, every intermediate set deduplicated); the
+    full set's entry is left empty (:func:`solve` searches it for its target only). Cached per problem."""
+    n = len(nums)
+    tables: list[dict[_Value, _Origin | None]] = [{} for _ in range(1 << n)]
+    for i, value in enumerate(nums):
+        tables[1 << i] = {value: None}
+    for mask in range(1, (1 << n) - 1):
+        if mask & (mask - 1):
+            out = tables[mask]
+            for value, origin in _made(tables, mask):
+                if value not in out:
+                    out[value] = origin
+    return tuple(tables)
+
+
+def _literal(value: _Value) -> str:
+    return str(value) if isinstance(value, int) else f"({value[0]} / {value[1]})"
+
+
+def _rebuild(tables: Sequence[dict[_Value, _Origin | None]], mask: int, value: _Value) -> str:
+    origin = tables[mask][value]
     if origin is None:
         return _literal(value)
     left_mask, left, op, right_mask, right = origin
-    return f"({_rebuild(table, left_mask, left)} {op} {_rebuild(table, right_mask, right)})"
+    return f"({_rebuild(tables, left_mask, left)} {op} {_rebuild(tables, right_mask, right)})"
 
 
 def solve(nums: Sequence[int | Fraction], target: int | Fraction) -> str | None:
     """An expression over ``nums`` (each exactly once) equal to ``target``, or None when there is none.
 
     Exhaustive search with exact rational arithmetic (division only by non-zero values); the result parses with
-    :func:`parse_expression` to exactly ``target`` (for non-negative integer numbers).
+    :func:`parse_expression` to exactly ``target`` (for non-negative integer numbers). The expression is the first
+    one the search makes for the target.
 
     :raises ValueError: more than :data:`MAX_SOLVER_NUMBERS` numbers.
     """
     values = _checked(nums)
     if not values:
         return None
-    table = _value_table(values)
-    goal = Fraction(target)
-    if goal not in table[-1]:
+    goal = _to_value(target)
+    if len(values) == 1:
+        return _literal(goal) if values[0] == goal else None
+    tables = _origin_tables(values)
+    origin = next((how for value, how in _made(tables, len(tables) - 1) if value == goal), None)
+    if origin is None:
         return None
-    text = _rebuild(table, len(table) - 1, goal)
-    return text[1:-1] if len(values) > 1 else text
+    left_mask, left, op, right_mask, right = origin
+    return f"{_rebuild(tables, left_mask, left)} {op} {_rebuild(tables, right_mask, right)}"
 
 
 # --------------------------------------------------------------------------------------------- problems
@@ -308,7 +462,8 @@ def generate_problem(rng: np.random.Generator, *, num_count: tuple[int, int], nu
     for _ in range(max_tries):
         count = int(rng.integers(num_count[0], num_count[1] + 1))
         nums = tuple(int(v) for v in rng.integers(number_range[0], number_range[1] + 1, size=count))
-        targets = sorted(int(v) for v in reachable_values(nums) if v.denominator == 1 and lo_t <= v <= hi_t)
+        _check_count(len(nums))
+        targets = _whole_targets(tuple(sorted(nums)), lo_t, hi_t)
         if targets:
             return CountdownProblem(target=targets[int(rng.integers(len(targets)))], nums=nums)
     raise ValueError(
@@ -409,11 +564,22 @@ class CountdownConfig:
         if self.data_path is not None and not self.data_path.strip():
             raise ValueError("data_path must be a path or hub id, or null for generated problems")
         if self.data_path is None:
-            try:
-                generate_problem(np.random.Generator(np.random.PCG64(0)), num_count=self.num_count,
-                                 number_range=self.number_range, target_range=self.target_range, max_tries=200)
-            except ValueError as exc:
-                raise ValueError(f"target_range {list(self.target_range)} is not reachable: {exc}") from None
+            error = _unreachable(self.num_count, self.number_range, self.target_range)
+            if error is not None:
+                raise ValueError(error)
+
+
+@functools.lru_cache(maxsize=64)
+def _unreachable(num_count: tuple[int, int], number_range: tuple[int, int],
+                 target_range: tuple[int, int]) -> str | None:
+    """Why generated problems miss ``target_range`` (200 draws from seed 0 find no solvable one), or None. A pure
+    function of the three ranges, cached: every env construction validates its config."""
+    try:
+        generate_problem(np.random.Generator(np.random.PCG64(0)), num_count=num_count, number_range=number_range,
+                         target_range=target_range, max_tries=200)
+    except ValueError as exc:
+        return f"target_range {list(target_range)} is not reachable: {exc}"
+    return None
 
 
 _INSTRUCTION = (
