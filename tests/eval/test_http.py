@@ -28,6 +28,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from ragen_core.cli import build_cli  # noqa: E402
 from ragen_core.plugins import build_plugin_manager  # noqa: E402
+from ragen_core.starpo.rollout import GenerationRequest  # noqa: E402
 from ragen_plugins_torch.serve import HFBackend, HFBackendConfig, ModelServer  # noqa: E402
 from tests.http_server import background_server  # noqa: E402
 
@@ -96,6 +97,29 @@ def test_the_chat_api_and_seeds(server: ModelServer) -> None:
     assert a["choices"][0]["message"]["role"] == "assistant" and a["usage"]["completion_tokens"] >= 1
     _, b = post(server.url + "/chat/completions", body)
     assert a["choices"][0]["message"] == b["choices"][0]["message"]  # a seeded request is reproducible
+
+
+def test_a_chats_next_request_continues_from_the_stored_cache(server: ModelServer) -> None:
+    """The next message of a conversation repeats the earlier prompt and answer: the server runs only what is new
+    (the store's hit covers the rest) and answers what a sampler without the store answers."""
+    from ragen_plugins_torch.policy import HFPolicy
+
+    store = server.policy.policy.store
+    assert store is not None
+    status, first = post(server.url + "/completions", {"prompt": PROMPT, "max_tokens": 12, "temperature": 0})
+    assert status == 200
+    follow = PROMPT + first["choices"][0]["text"] + "<|im_end|>\n<|im_start|>user\nTurn 2:\nState:\n#_PO#<|im_end|>\n"
+    hits, reused = store.hits, store.reused_tokens
+    status, second = post(server.url + "/completions", {"prompt": follow, "max_tokens": 12, "temperature": 0,
+                                                        "logprobs": 1})
+    assert status == 200 and store.hits == hits + 1
+    assert store.reused_tokens - reused >= len(server.policy.tokenizer(PROMPT)["input_ids"])
+    plain = HFPolicy(server.policy.policy.model, server.policy.tokenizer, prefix_cache_mb=0)
+    ids = tuple(server.policy.tokenizer(follow)["input_ids"])
+    want = plain.generate([GenerationRequest(prompt_ids=ids, max_new_tokens=12, temperature=0.0)])[0]
+    got = second["choices"][0]["logprobs"]["token_logprobs"]  # (an end token is not among the answer's tokens)
+    assert len(want.token_ids) - 1 <= len(got) <= len(want.token_ids)
+    assert got == pytest.approx(list(want.logprobs)[:len(got)], abs=1e-4)
 
 
 @pytest.mark.parametrize(("path", "body", "status", "words"), [

@@ -152,16 +152,19 @@ def test_pad_left_equals_per_row_assignment(rows, pad):
 
 # ------------------------------------------------------------------------------------------------ generate
 
-def generate_reference(policy: HFPolicy, reqs: list[GenerationRequest]) -> list[GenerationResult]:
+def generate_reference(policy: HFPolicy, reqs: list[GenerationRequest], stop_in_generate: bool = True
+                       ) -> list[GenerationResult]:
     """``HFPolicy._generate`` before the fast paths: stop strings handed to ``generate``, the logits stacked, one
-    log-softmax over them, the stop scan decoding token by token."""
+    log-softmax over them, the stop scan decoding token by token. ``stop_in_generate=False``: ``generate`` runs
+    without them and each response is cut by the scan alone (the native loop's definition: a stop string counts in the
+    response's own text; ``generate``'s criterion also matches one that starts in the prompt)."""
     req = reqs[0]
     ids, mask = pad_left_reference([list(r.prompt_ids) for r in reqs], policy.pad_id)
     greedy = req.temperature <= 0
     kwargs: dict[str, Any] = {
         "max_new_tokens": req.max_new_tokens, "do_sample": not greedy, "pad_token_id": policy.pad_id,
         "eos_token_id": policy.tokenizer.eos_token_id, "return_dict_in_generate": True, "output_logits": True,
-        "stop_strings": list(req.stop) or None, "tokenizer": policy.tokenizer,
+        "stop_strings": (list(req.stop) or None) if stop_in_generate else None, "tokenizer": policy.tokenizer,
     }
     if not greedy:
         kwargs.update(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k or None)
@@ -182,26 +185,32 @@ def generate_reference(policy: HFPolicy, reqs: list[GenerationRequest]) -> list[
 
 @pytest.mark.parametrize(("stop", "temperature", "top_k"), [
     (("</answer>",), 1.0, 0), ((" the", "e"), 1.0, 0), (("a", "</answer>"), 0.8, 20), ((), 1.0, 0),
-    (("<think><think>",), 0.0, 0),  # greedy (the untrained model repeats <think>): a stop over two tokens
+    # greedy (the untrained model repeats <think>): a stop over two tokens, and, with the prompt's opening <think>,
+    # one that starts in the prompt (generate stops there after one token, the native loop after two)
+    (("<think><think>",), 0.0, 0),
     (("k><th",), 0.0, 0),  # one that ends inside a token: generate never stops on it, the scan cuts there
 ])
-def test_generate_equals_the_previous_implementation(tiny, stop, temperature, top_k):
-    """Same seed, same requests: the same ids, log-probs, entropies and finish reasons, bit for bit; the stop
-    criterion is built once and reused."""
+@pytest.mark.parametrize("decoder", ["native", "hf"])
+def test_generate_equals_the_previous_implementation(tiny, stop, temperature, top_k, decoder):
+    """Same seed, same requests, same thread count: the same ids, log-probs, entropies and finish reasons, bit for
+    bit, from transformers' ``generate`` (``decoder="hf"``, its stop criterion built once and reused) and from the
+    native sampling loop."""
     model, tokenizer = tiny
     codec = ChatCodec(tokenizer)
     texts = ["State: #P_# go", "Turn 2:\nState:\n#__P#\nYou have 3 actions left.", "é 日本 🙂 answer", "x"]
     reqs = [GenerationRequest(prompt_ids=tuple(codec.prompt([{"role": "user", "content": t}])), max_new_tokens=12,
                               temperature=temperature, top_k=top_k, stop=stop) for t in texts * 2]
-    policy = HFPolicy(model, tokenizer, share_prompts=False)  # the prompt-sharing prefill: the next test
+    # the prompt-sharing prefill: the next test
+    policy = HFPolicy(model, tokenizer, share_prompts=False, decoder=decoder, prefix_cache_mb=0)
     for seed in (0, 1):
         torch.manual_seed(seed)
-        want = generate_reference(policy, reqs)
+        with _num_threads(policy.generation_threads):
+            want = generate_reference(policy, reqs, stop_in_generate=decoder == "hf")
         torch.manual_seed(seed)
         got = policy.generate(reqs)
         assert got == want
     assert sum(len(r.token_ids) for r in got) < len(reqs) * 12 or not stop  # some stop early
-    assert len(policy._stop_criteria) == (1 if stop else 0)
+    assert len(policy._stop_criteria) == (1 if stop and decoder == "hf" else 0)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.0])

@@ -85,6 +85,16 @@ class HFPolicy:
         Bandit requests in groups of 4: see bench/README.md). The prefix that all distinct prompts of the call
         share (:func:`common_prompt_prefix`: the system prompt of every turn of a multi-turn batch) also runs once,
         and each prompt continues from its cache. ``False``: one prefill per request.
+    :param prefix_cache_mb: the budget of the :class:`~ragen_plugins_torch.decoding.PrefixStore` (megabytes of keys
+        and values): a prompt that continues an earlier call's prompt and response (the next turn in the ``full``
+        context mode, a chat's next request) runs only its new tokens. 0 turns it off. Needs a plain cache and
+        ``sdpa`` or ``eager`` attention (otherwise off).
+    :param decoder: ``"native"``, the sampling loop of :mod:`~ragen_plugins_torch.decoding` (the same tokens as
+        transformers' ``generate`` from the same random state, with less work per token), or ``"hf"``: transformers'
+        ``generate`` itself (no prefix store), kept as the reference the native loop is tested against.
+    :param generation_threads: torch intra-op threads while sampling on a CPU; None: one thread for a model under
+        :attr:`SMALL_MODEL` parameters (its per-token ops are too small to split: two threads wait for each other
+        more than they compute; measured in bench/README.md), torch's setting otherwise.
     """
 
     #: torch intra-op threads for the log-prob/entropy pass over the logits ``generate`` returns, on a CPU (None:
@@ -92,15 +102,30 @@ class HFPolicy:
     #: threads gain little on it, and on a busy machine every op waits for the slowest thread to be scheduled
     #: (measured on 2 cores at load average 5, logits of 64 rows x 24 steps x 3,072: 17 ms with 1 thread, 40 ms with 2).
     postprocess_threads: int | None = 1
+    #: below this many parameters a CPU samples in one thread (``generation_threads=None``)
+    SMALL_MODEL = 10_000_000
 
     def __init__(self, model: Any, tokenizer: Any, *, device: str = "cpu", generation_batch: int = 64,
-                 share_prompts: bool = True) -> None:
+                 share_prompts: bool = True, prefix_cache_mb: float = 512, decoder: str = "native",
+                 generation_threads: int | None = None) -> None:
+        from .decoding import PrefixStore
+
+        if decoder not in ("native", "hf"):
+            raise ValueError(f"decoder must be 'native' or 'hf', not {decoder!r}")
         self.model, self.tokenizer, self.device = model, tokenizer, device
-        self.generation_batch, self.share_prompts = generation_batch, share_prompts
+        self.generation_batch, self.share_prompts, self.decoder = generation_batch, share_prompts, decoder
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.generated_tokens = 0
+        self.prefilled_tokens = 0  # prompt tokens run through the model (a prefix reused from the store is not)
         self._pieces: dict[int, str] = {}  # token id -> tokenizer.decode([id]): the stop scan's text, per token
         self._stop_criteria: dict[tuple[str, ...], Any] = {}  # stop strings -> transformers' StopStringCriteria
+        attention = getattr(getattr(model, "config", None), "_attn_implementation", None)
+        self.store = PrefixStore(int(prefix_cache_mb * 2**20)) if prefix_cache_mb > 0 and decoder == "native" \
+            and attention in ("sdpa", "eager") else None
+        cpu = str(device).startswith("cpu")
+        if generation_threads is None and cpu and model is not None:
+            generation_threads = 1 if sum(p.numel() for p in model.parameters()) < self.SMALL_MODEL else None
+        self.generation_threads = generation_threads if cpu else None
 
     # ------------------------------------------------------------------------------------------- sampling
     @torch.no_grad()
@@ -110,28 +135,60 @@ class HFPolicy:
         keyed: dict[tuple[Any, ...], list[int]] = {}
         for i, r in enumerate(requests):
             keyed.setdefault((r.max_new_tokens, r.temperature, r.top_p, r.top_k, r.stop), []).append(i)
-        for idx in keyed.values():
-            for start in range(0, len(idx), self.generation_batch):
-                chunk = idx[start:start + self.generation_batch]
-                for i, res in zip(chunk, self._generate([requests[i] for i in chunk])):
-                    out[i] = res
+        if self.store is not None:
+            self.store.check_model(self.model)
+        with _num_threads(self.generation_threads):
+            for idx in keyed.values():
+                for start in range(0, len(idx), self.generation_batch):
+                    chunk = idx[start:start + self.generation_batch]
+                    for i, res in zip(chunk, self._generate([requests[i] for i in chunk])):
+                        out[i] = res
         return [r for r in out if r is not None]
 
     def _generate(self, reqs: list[GenerationRequest]) -> list[GenerationResult]:
         was_training = self.model.training
         self.model.eval()
+        try:
+            if self.decoder == "hf":
+                new, logits, lengths = self._hf_generate(reqs)
+            else:
+                new, logits, lengths = self._native_generate(reqs)
+        finally:
+            if was_training:
+                self.model.train()
         req = reqs[0]
-        prompts = [tuple(r.prompt_ids) for r in reqs]
-        distinct = list(dict.fromkeys(prompts))
+        greedy = req.temperature <= 0
+        rows = new.tolist()
+        with _num_threads(self.postprocess_threads if new.device.type == "cpu" else None):
+            logp, ent = response_logprobs_entropy(logits, new, lengths, 1.0 if greedy else req.temperature)
+        logp_rows = logp.tolist()
+        results = []
+        for i, n in enumerate(lengths):
+            self.generated_tokens += n
+            results.append(GenerationResult(
+                token_ids=tuple(rows[i][:n]), logprobs=tuple(logp_rows[i][:n]),
+                finish_reason="length" if n == new.shape[1] and n == req.max_new_tokens else "stop",
+                mean_entropy=float(ent[i, :n].mean()) if n else None))
+        return results
+
+    def _prompt_batch(self, distinct: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The distinct prompts left-padded, with their common prefix (:func:`common_prompt_prefix`) kept in front:
+        the padding sits between the two, where the attention mask and the positions (cumsum of the mask) skip it
+        exactly as they skip left padding. Returns ids, mask and the common prefix's length."""
         root = common_prompt_prefix(distinct) if self.share_prompts else 0
-        # the distinct prompts' common prefix (in a multi-turn batch the system prompt) stays in front, the rest is
-        # left-padded after it: the padding sits between the two, where the attention mask and the positions
-        # (cumsum of the mask) skip it exactly as they skip left padding
         ids, mask = pad_left([list(p[root:]) for p in distinct], self.pad_id)
         if root:
             ids = torch.cat([torch.tensor(distinct[0][:root], dtype=ids.dtype).expand(len(distinct), -1), ids], 1)
             mask = torch.cat([torch.ones((len(distinct), root), dtype=mask.dtype), mask], 1)
-        ids, mask = ids.to(self.device), mask.to(self.device)
+        return ids.to(self.device), mask.to(self.device), root
+
+    def _hf_generate(self, reqs: list[GenerationRequest]) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], list[int]]:
+        """transformers' ``generate`` (``decoder="hf"``)."""
+        req = reqs[0]
+        prompts = [tuple(r.prompt_ids) for r in reqs]
+        distinct = list(dict.fromkeys(prompts))
+        ids, mask, root = self._prompt_batch(distinct)
+        self.prefilled_tokens += int(mask.sum()) - root * (len(distinct) - 1)
         cache = None
         if self.share_prompts and (len(distinct) < len(reqs) or root) and ids.shape[1] > 1:
             cache = self._prefill(ids, mask, root)
@@ -154,21 +211,98 @@ class HFPolicy:
             kwargs["past_key_values"] = cache
         gen = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         new = gen.sequences[:, ids.shape[1]:]
-        rows = new.tolist()
-        lengths = [self._length(row, req.stop) for row in rows]
-        with _num_threads(self.postprocess_threads if new.device.type == "cpu" else None):
-            logp, ent = response_logprobs_entropy(gen.logits, new, lengths, 1.0 if greedy else req.temperature)
-        logp_rows = logp.tolist()
-        results = []
-        for i, n in enumerate(lengths):
-            self.generated_tokens += n
-            results.append(GenerationResult(
-                token_ids=tuple(rows[i][:n]), logprobs=tuple(logp_rows[i][:n]),
-                finish_reason="length" if n == new.shape[1] and n == req.max_new_tokens else "stop",
-                mean_entropy=float(ent[i, :n].mean()) if n else None))
-        if was_training:
-            self.model.train()
-        return results
+        return new, gen.logits, [self._length(row, req.stop) for row in new.tolist()]
+
+    def _native_generate(self, reqs: list[GenerationRequest]
+                         ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], list[int]]:
+        """:func:`~ragen_plugins_torch.decoding.decode` from the prompts' caches: the store's where a prompt
+        continues a stored sequence, otherwise a prefill (shared by equal prompts and the common prefix)."""
+        from .decoding import PrefixStore, StopScan, decode, logits_warpers
+
+        req = reqs[0]
+        prompts = [tuple(r.prompt_ids) for r in reqs]
+        distinct = list(dict.fromkeys(prompts))
+        few = len(distinct) <= PrefixStore.scan_prompts
+        hits = [self.store.lookup(p, few) for p in distinct] if self.store is not None else []
+        if any(hits):
+            last, mask, cache = self._from_store(distinct, hits)
+        else:
+            ids, mask, root = self._prompt_batch(distinct)
+            self.prefilled_tokens += int(mask.sum()) - root * (len(distinct) - 1)
+            cache = None  # without a shared prompt the first step runs the whole prompt, as in ``generate``
+            if self.share_prompts and (len(distinct) < len(reqs) or root) and ids.shape[1] > 1:
+                cache = self._prefill(ids, mask, root)
+            last = ids[:, -1:] if cache is not None else ids
+        where = {p: i for i, p in enumerate(distinct)}
+        rows_of = torch.tensor([where[p] for p in prompts], device=self.device)
+        if len(distinct) < len(prompts):
+            last, mask = last[rows_of], mask[rows_of]
+            if cache is not None:
+                cache.batch_select_indices(rows_of)
+        greedy = req.temperature <= 0
+        warpers = [] if greedy else logits_warpers(req.temperature, req.top_k, req.top_p)
+        scan = StopScan(self.tokenizer, self.tokenizer.eos_token_id, req.stop, self._pieces, len(prompts))
+        out = decode(self.model, last, mask, cache, max_new_tokens=req.max_new_tokens, greedy=greedy,
+                     warpers=warpers, scan=scan, pad_id=self.pad_id)
+        if self.store is not None:
+            self._remember(prompts, out, [hits[where[p]] for p in prompts] if hits else [None] * len(prompts))
+        return out.tokens, out.logits, out.lengths
+
+    def _from_store(self, distinct: list[tuple[int, ...]], hits: list[Any]
+                    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """The distinct prompts' batch cache built from the store: row ``j`` holds its hit's cached columns (left
+        padded to the widest), then its remaining tokens (left padded) run through the model; returns the last
+        token of each row, the attention mask and the cache."""
+        from transformers import DynamicCache
+
+        assert self.store is not None
+        entries = [self.store.entry(h[0]) if h else None for h in hits]
+        cols = [e.columns(h[1]) if e is not None else 0 for e, h in zip(entries, hits)]
+        width = max(cols)
+        probe = next(e for e in entries if e is not None)
+        rows = len(distinct)
+        kv = [(k.new_zeros((rows, *k.shape[:1], width, k.shape[-1])), v.new_zeros((rows, *v.shape[:1], width,
+                                                                                    v.shape[-1])))
+              for k, v in probe.kv]
+        cached_mask = torch.zeros((rows, width), dtype=torch.long, device=self.device)
+        for j, (e, c) in enumerate(zip(entries, cols)):
+            if e is None:
+                continue
+            for (k, v), (ek, ev) in zip(kv, e.kv):
+                k[j, :, width - c:] = ek[:, :c]
+                v[j, :, width - c:] = ev[:, :c]
+            cached_mask[j, width - c:] = e.mask[:c]
+        fresh = [list(p[h[1]:]) if h else list(p) for p, h in zip(distinct, hits)]
+        ids, new_mask = pad_left(fresh, self.pad_id)
+        ids, mask = ids.to(self.device), torch.cat([cached_mask, new_mask.to(self.device)], 1)
+        self.prefilled_tokens += sum(len(f) for f in fresh)
+        self.store.hits += sum(1 for h in hits if h)
+        self.store.misses += sum(1 for h in hits if not h)
+        self.store.reused_tokens += sum(h[1] for h in hits if h)
+        cache = DynamicCache(ddp_cache_data=kv, config=self.model.config)
+        if ids.shape[1] > 1:
+            positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+            self.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, width:-1],
+                       past_key_values=cache, use_cache=True, logits_to_keep=1)
+        return ids[:, -1:], mask, cache
+
+    def _remember(self, prompts: list[tuple[int, ...]], out: Any, hits: list[Any]) -> None:
+        """Store each row's cache under its prompt and all but its last sampled token."""
+        from .forward import cache_layers
+
+        assert self.store is not None
+        layers = cache_layers(out.cache)
+        if layers is None:
+            return
+        width = out.mask.shape[1] - out.tokens.shape[1] + 1  # the prompt's columns
+        tokens = out.tokens.tolist()
+        for i, (p, n) in enumerate(zip(prompts, out.lengths)):
+            if n < 1:
+                continue
+            w = width + n - 1
+            key = p + tuple(tokens[i][:n - 1])
+            self.store.put(key, [(k[i, :, :w], v[i, :, :w]) for k, v in layers], out.mask[i, :w],
+                           continues=hits[i][0] if hits[i] else None)
 
     def _prefill(self, ids: torch.Tensor, mask: torch.Tensor, root: int = 0) -> Any:
         """The key/value cache of every padded prompt but its last token (``generate`` runs that one), at the

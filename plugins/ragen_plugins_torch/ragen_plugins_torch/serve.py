@@ -74,12 +74,16 @@ class HFBackendConfig:
     :ivar device: ``auto`` (cuda when available), ``cpu``, ``cuda``, ``cuda:1``.
     :ivar dtype: ``auto`` (bfloat16 on cuda, float32 on cpu), ``float32``, ``bfloat16`` or ``float16``.
     :ivar generation_batch: the most sequences sampled in one batch.
+    :ivar prefix_cache_mb: megabytes of key/value caches kept between calls, keyed by token prefix: a request whose
+        prompt continues an earlier one (the next turn of an episode in the ``full`` context mode, a chat's next
+        message) runs only its new tokens (:class:`ragen_plugins_torch.decoding.PrefixStore`); ``0``: off.
     """
 
     model: str = "tiny"
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     generation_batch: int = attrs.field(default=64, validator=attrs.validators.gt(0))
+    prefix_cache_mb: float = attrs.field(default=512.0, validator=attrs.validators.ge(0))
 
 
 def resolve_checkpoint(model: str) -> str:
@@ -140,7 +144,8 @@ class HFBackend:
             "bfloat16" if config.dtype == "auto" else config.dtype)
         self.source = resolve_checkpoint(config.model)
         model, tokenizer = load_model_and_tokenizer(self.source, dtype=dtype, device=device)
-        self.policy = HFPolicy(model.eval(), tokenizer, device=device, generation_batch=config.generation_batch)
+        self.policy = HFPolicy(model.eval(), tokenizer, device=device, generation_batch=config.generation_batch,
+                               prefix_cache_mb=config.prefix_cache_mb)
         self.tokenizer = tokenizer
 
     @property
@@ -537,8 +542,11 @@ def add_serve_command(cli: click.Group) -> None:
                   help="Most sequences waiting; beyond it a request gets 503 with Retry-After.")
     @click.option("--api-key", default=None, help=f"Require 'Authorization: Bearer KEY' (401 otherwise; /health "
                                                   f"stays open) [default: ${API_KEY_ENV}, else no key].")
+    @click.option("--prefix-cache-mb", type=click.FloatRange(min=0), default=512.0, show_default=True,
+                  help="Key/value caches kept between requests (MB): a request that continues an earlier one (a "
+                       "chat's next message) runs only its new tokens. 0: off.")
     def serve(model: str, host: str, port: int, name: str | None, device: str, dtype: str, max_batch: int,
-              max_queue: int, api_key: str | None) -> None:
+              max_queue: int, api_key: str | None, prefix_cache_mb: float) -> None:
         """Serve MODEL (a folder, tiny, smollm2-135m, a checkpoint such as RUN/checkpoints/best, or a run) over an
         OpenAI-compatible HTTP API."""
         from ragen_core.log import configure_logging
@@ -547,7 +555,8 @@ def add_serve_command(cli: click.Group) -> None:
 
         check_device(device, dtype, "--")  # before the model loads
         configure_logging("auto", "warning")  # on a terminal: the model's loading progress on standard error
-        policy = HFBackend(HFBackendConfig(model=model, device=device, dtype=dtype))  # type: ignore[arg-type]
+        policy = HFBackend(HFBackendConfig(model=model, device=device, dtype=dtype,  # type: ignore[arg-type]
+                                           prefix_cache_mb=prefix_cache_mb))
         server = ModelServer(policy, name=name or model, host=host, port=port, max_batch=max_batch,
                              max_queue=max_queue, api_key=api_key or os.environ.get(API_KEY_ENV) or None)
 

@@ -87,6 +87,11 @@ class TorchTrainerConfig(PPOOptions):
         prompt that several samples share (a group's first prompt) (:func:`ragen_plugins_torch.forward.grouped_logprobs`;
         equal results, a fraction of the work when prompts are long and answers short); in sampling, one prefill
         of a batch's common prefix and of each group's prompt. ``false``: every sequence on its own.
+    :ivar prefix_cache_mb: megabytes of key/value caches the sampler keeps between ``generate`` calls, keyed by token
+        prefix (:class:`ragen_plugins_torch.decoding.PrefixStore`): in the ``full`` context mode a turn continues
+        from its trajectory's cache and runs only its new tokens (closing, observation, generation prompt) instead
+        of the whole conversation again; the same tokens and log-probs to float round-off (tested). Emptied when
+        the weights change. ``0``: off. The step logs ``perf/prefilled_tokens`` and ``perf/prefix_reused_tokens``.
     :ivar record_rollouts: save every step's rollouts (token ids, log-probs, rewards; extra dynamic-sampling rounds
         too) to ``rollouts/step_NNNNNN.jsonl.gz`` in the run directory, for ``ragen train --replay RUN_DIR``.
     :ivar turn_weight: how the sequence loss modes (``seq-mean-token-mean``, ``seq-mean-token-sum``) weigh the rows
@@ -129,6 +134,7 @@ class TorchTrainerConfig(PPOOptions):
     diagnostics_every: int = attrs.field(default=5, validator=attrs.validators.gt(0))
     record_rollouts: bool = False
     share_prompts: bool = True
+    prefix_cache_mb: float = attrs.field(default=512.0, validator=attrs.validators.ge(0))
     turn_weight: Literal["episode", "row"] = "episode"
     old_logprobs: Literal["recompute", "rollout"] = "recompute"
 
@@ -223,7 +229,7 @@ class TorchTrainer:
         if tc.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         self.policy = HFPolicy(model, tokenizer, device=self.device, generation_batch=tc.generation_batch,
-                               share_prompts=tc.share_prompts)
+                               share_prompts=tc.share_prompts, prefix_cache_mb=tc.prefix_cache_mb)
         self.codec = ChatCodec(tokenizer, think=run.config.rollout.think)
         self._temperature = run.config.rollout.temperature or 1.0
         self.optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=tc.actor_lr)
@@ -333,7 +339,8 @@ class TorchTrainer:
         t0 = time.perf_counter()
         torch.manual_seed(cfg.run.seed * 1_000_003 + step)
         seeds = group_seeds(cfg.rollout.seed_train, (step - 1) * cfg.rollout.env_groups, cfg.rollout.env_groups)
-        tokens_before = self.policy.generated_tokens
+        tokens_before, prefilled_before = self.policy.generated_tokens, self.policy.prefilled_tokens
+        reused_before = self.policy.store.reused_tokens if self.policy.store is not None else 0
         self._phase("rollout")
         if self.replay_dir is not None:
             self._rounds = replayed_rounds(self.replay_dir, step)
@@ -360,7 +367,10 @@ class TorchTrainer:
                         "perf/tokens_per_s": generated / gen_s if gen_s > 0 else 0.0,
                         "perf/update_tokens_per_s": (metrics.get("rollout/trained_tokens", 0.0) * tc.ppo_epochs
                                                      / update_s if update_s > 0 else 0.0),
-                        "response_length/mean": metrics.get("rollout/response_length_mean", 0.0)})
+                        "response_length/mean": metrics.get("rollout/response_length_mean", 0.0),
+                        "perf/prefilled_tokens": float(self.policy.prefilled_tokens - prefilled_before),
+                        "perf/prefix_reused_tokens": float(
+                            self.policy.store.reused_tokens - reused_before if self.policy.store is not None else 0)})
         if validate:
             self._phase("validation")
             metrics.update(self._validate(run))

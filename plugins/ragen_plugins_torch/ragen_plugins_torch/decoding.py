@@ -1,0 +1,277 @@
+"""The sampling loop behind :class:`~ragen_plugins_torch.policy.HFPolicy`, and its store of key/value caches keyed by
+token prefix.
+
+**The loop** (:func:`decode`) does what Hugging Face's ``generate`` does for a decoder-only model, the same way, and so
+samples the same tokens from the same random state: each step runs the model on the last token of every row (its
+logits in float32), applies the request's temperature, top-k and top-p with transformers' own warpers in
+``generate``'s order, draws with ``torch.multinomial`` over the whole batch (a finished row still draws, so every
+row consumes the generator as in ``generate``, then gets the pad token), and stops when every row has produced its
+end token, a stop string or ``max_new_tokens``. What it leaves out is the machinery a sampler for RL does not need:
+no per-step rebuilding of model kwargs, no tensor-only stop-string matcher (a row's text is scanned after each token,
+see :class:`StopScan`), no logits processors that the request did not ask for. The sampler is exactly the request's
+settings: a model's own ``generation_config`` defaults (Qwen's ``top_k: 20`` or ``repetition_penalty``) are not
+applied, so the distribution sampled is the one whose log-probs the trainer computes.
+
+**The store** (:class:`PrefixStore`): after a call, each row's cache (its prompt and all but its last sampled token)
+is kept under that token sequence. A later prompt that starts with a stored sequence continues from its cache and
+runs only its new tokens through the model: in the ``full`` context mode a turn's prompt is the previous turn's
+prompt, its response, the turn's closing, the next observation and the generation prompt, so a trajectory's prefill
+grows with its new tokens instead of with the square of its length; in ``ragen serve`` a chat's next request
+continues its previous one. Entries are dropped when the model's weights change (any parameter's in-place version
+counter moves: an optimiser step, a loaded state dict), least recently used first beyond the byte budget, and when a
+longer entry continues them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import attrs
+import torch
+
+__all__ = ["DecodeOutput", "PrefixStore", "StopScan", "decode", "logits_warpers"]
+
+
+def logits_warpers(temperature: float, top_k: int | None, top_p: float) -> list[Any]:
+    """transformers' warpers for these settings, in ``generate``'s order (temperature, top-k, top-p), each only
+    where ``generate`` adds it (temperature not 1, top-k set and not 0, top-p under 1)."""
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    out: list[Any] = []
+    if temperature != 1.0:
+        out.append(TemperatureLogitsWarper(temperature))
+    if top_k:
+        out.append(TopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1))
+    if top_p < 1.0:
+        out.append(TopPLogitsWarper(top_p=top_p, min_tokens_to_keep=1))
+    return out
+
+
+class StopScan:
+    """Where each row's response ends: at the end token, or at the first token after which the text decoded so far
+    (tokens decoded one at a time, ``decode([t])``, cached per id) holds a stop string in its last ``len(s) + 32``
+    characters. A stop string first appears only after a token whose text holds its last character, so only those
+    tokens are checked. Equal to :func:`ragen_plugins_torch.policy._length_reference` token by token."""
+
+    def __init__(self, tokenizer: Any, eos: int | None, stop: tuple[str, ...], pieces: dict[int, str],
+                 rows: int) -> None:
+        self.decode, self.eos, self.stop, self.pieces = tokenizer.decode, eos, stop, pieces
+        self.texts = [""] * rows
+
+    def ends(self, row: int, token: int) -> bool:
+        """Whether ``token``, the next token of ``row``, ends its response."""
+        if token == self.eos:
+            return True
+        if not self.stop:
+            return False
+        piece = self.pieces.get(token)
+        if piece is None:
+            piece = self.pieces[token] = self.decode([token], skip_special_tokens=False)
+        text = self.texts[row] = self.texts[row] + piece
+        return any(not s or (s[-1] in piece and s in text[-(len(s) + 32):]) for s in self.stop)
+
+
+@attrs.define
+class DecodeOutput:
+    """What :func:`decode` sampled: ``tokens`` ``[B, T]`` (pad after a row's end), the raw float32 ``logits`` of each
+    step (``T`` tensors ``[B, V]``), each row's response ``lengths`` (end token or stop string included), and the
+    ``cache`` and attention ``mask`` after the last step (the prompt and every fed token: all but the last)."""
+
+    tokens: torch.Tensor
+    logits: tuple[torch.Tensor, ...]
+    lengths: list[int]
+    cache: Any
+    mask: torch.Tensor
+
+
+def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, max_new_tokens: int, greedy: bool,
+           warpers: list[Any], scan: StopScan, pad_id: int) -> DecodeOutput:
+    """Sample up to ``max_new_tokens`` tokens per row, starting from ``last`` (``[B, 1]``: each prompt's last token)
+    with ``cache`` holding the rest of the prompt (None: ``last`` is the whole prompt, ``[B, L]``) under the attention
+    ``mask`` (``[B, cached + last's width]``, 0 at padding). Positions are the mask's running count, as in
+    ``generate``."""
+    rows = last.shape[0]
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)[:, -last.shape[1]:]
+    feed, finished = last, torch.zeros(rows, dtype=torch.bool, device=last.device)
+    alive, lengths = list(range(rows)), [0] * rows
+    tokens: list[torch.Tensor] = []
+    logits: list[torch.Tensor] = []
+    for t in range(max_new_tokens):
+        out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                    use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        step = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
+        logits.append(step)
+        scores = step
+        for warp in warpers:
+            scores = warp(None, scores)
+        if greedy:
+            nxt = torch.argmax(scores, dim=-1)
+        else:
+            nxt = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
+        if len(alive) < rows:
+            nxt = nxt.masked_fill(finished, pad_id)
+        tokens.append(nxt)
+        ids = nxt.tolist()
+        ended = [i for i in alive if scan.ends(i, ids[i])]
+        for i in ended:
+            lengths[i] = t + 1
+            finished[i] = True
+        if ended:
+            alive = [i for i in alive if not finished[i]]
+        if not alive or t + 1 == max_new_tokens:
+            break
+        feed = nxt[:, None]
+        positions = positions[:, -1:] + 1
+        mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
+    for i in alive:
+        lengths[i] = len(tokens)
+    return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), tuple(logits), lengths,
+                        cache, mask)
+
+
+# ----------------------------------------------------------------------------------------------- the prefix store
+
+@attrs.define(eq=False)
+class _Entry:
+    """One stored row: per-layer keys and values ``[heads, width, dim]`` (views of the batch's cache) and its mask
+    ``[width]`` (0 at the batch's padding)."""
+
+    kv: list[tuple[torch.Tensor, torch.Tensor]]
+    mask: torch.Tensor
+    nbytes: int
+    prefix_hash: int
+
+    def columns(self, tokens: int) -> int:
+        """The columns that hold the entry's first ``tokens`` tokens (padding columns between them included)."""
+        return int((self.mask.cumsum(0) < tokens).sum()) + 1
+
+
+class _PrefixHash:
+    """Hashes of every prefix of a token sequence in one vectorised pass: ``h[n] = sum(t[i] * r[i] for i < n)``
+    modulo 2**64 with a fixed random ``r`` per position, so a stored sequence is found by (length, hash) with a dict
+    lookup per stored length instead of a comparison with every entry (a match is confirmed by comparing tokens)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.np = np
+        self.weights = np.random.default_rng(0x5EED).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
+
+    def __call__(self, tokens: tuple[int, ...]) -> Any:
+        np = self.np
+        if len(tokens) > len(self.weights):
+            more = np.random.default_rng(len(self.weights)).integers(1, 2**63, size=len(tokens), dtype=np.uint64)
+            self.weights = np.concatenate([self.weights, more | np.uint64(1)])
+        with np.errstate(over="ignore"):
+            return np.cumsum(np.asarray(tokens, dtype=np.uint64) * self.weights[:len(tokens)], dtype=np.uint64)
+
+
+class PrefixStore:
+    """Key/value caches of token sequences, for prompts that continue them (see the module docstring).
+
+    A prompt is served by the longest stored sequence it starts with (one dict lookup per stored length). When none
+    is, and the ``generate`` call has at most :attr:`scan_prompts` distinct prompts (a chat server's requests, not a
+    rollout batch), the stored sequences are also searched for the longest common prefix, so a chat whose history is
+    re-rendered with other tokens at the end of an answer still reuses the rest.
+
+    :param max_bytes: the most bytes of keys and values held (least recently used dropped first); 0 holds nothing.
+    :param min_tokens: a stored prefix shorter than this is not worth a lookup hit.
+    """
+
+    #: the most distinct prompts of a call for which a prompt without a stored prefix is compared with every entry
+    scan_prompts = 8
+
+    def __init__(self, max_bytes: int, min_tokens: int = 16) -> None:
+        self.max_bytes, self.min_tokens = max_bytes, min_tokens
+        self.entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
+        self._by_length: dict[int, dict[int, tuple[int, ...]]] = {}
+        self._hash = _PrefixHash()
+        self.nbytes = 0
+        self._version: tuple[int, int] | None = None
+        self.hits = self.misses = 0
+        self.reused_tokens = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self._by_length.clear()
+        self.nbytes = 0
+
+    def check_model(self, model: Any) -> None:
+        """Empty the store when ``model``'s weights may have changed since the last call (another model, or any
+        parameter's in-place version counter moved)."""
+        version = (id(model), sum(p._version for p in model.parameters()))
+        if version != self._version:
+            self.clear()
+            self._version = version
+
+    def lookup(self, prompt: tuple[int, ...], scan: bool = True) -> tuple[tuple[int, ...], int] | None:
+        """The stored sequence that shares the longest prefix with ``prompt`` and that prefix's length (at most
+        ``len(prompt) - 1``: the last token is fed to sample from), or None under :attr:`min_tokens`. ``scan``:
+        fall back to comparing with every entry when no stored sequence is a whole prefix of ``prompt``."""
+        limit = len(prompt) - 1
+        if limit < self.min_tokens or not self.entries:
+            return None
+        hashes = self._hash(prompt[:limit])
+        for n in sorted((n for n in self._by_length if n <= limit), reverse=True):
+            key = self._by_length[n].get(int(hashes[n - 1]))
+            if key is not None and key == prompt[:n]:
+                self.entries.move_to_end(key)
+                return key, n
+        if not scan:
+            return None
+        best: tuple[tuple[int, ...], int] | None = None
+        for key in reversed(self.entries):
+            n = _common_prefix(key, prompt, min(len(key), limit))
+            if n >= self.min_tokens and (best is None or n > best[1]):
+                best = (key, n)
+        if best is not None:
+            self.entries.move_to_end(best[0])
+        return best
+
+    def entry(self, key: tuple[int, ...]) -> _Entry:
+        return self.entries[key]
+
+    def put(self, key: tuple[int, ...], kv: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor,
+            continues: tuple[int, ...] | None = None) -> None:
+        """Store ``key``'s cache (``kv`` per layer ``[heads, width, dim]``, ``mask`` ``[width]``); ``continues``: the
+        stored sequence this one extended, dropped now (a longer entry serves every prompt it served)."""
+        if continues is not None and continues in self.entries:
+            self._drop(continues)
+        nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
+        if nbytes > self.max_bytes or len(key) < self.min_tokens:
+            return
+        if key in self.entries:
+            self._drop(key)
+        while self.entries and self.nbytes + nbytes > self.max_bytes:
+            self._drop(next(iter(self.entries)))
+        prefix_hash = int(self._hash(key)[-1])
+        self.entries[key] = _Entry(kv, mask, nbytes, prefix_hash)
+        self._by_length.setdefault(len(key), {})[prefix_hash] = key
+        self.nbytes += nbytes
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        entry = self.entries.pop(key)
+        self.nbytes -= entry.nbytes
+        same_length = self._by_length.get(len(key), {})
+        if same_length.get(entry.prefix_hash) == key:
+            del same_length[entry.prefix_hash]
+            if not same_length:
+                del self._by_length[len(key)]
+
+
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...], limit: int) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``, at most ``limit`` (halving search on slices:
+    ``limit`` comparisons run in C, not in a Python loop)."""
+    lo, hi = 0, limit  # a[:lo] == b[:lo]; a[:hi + 1] != b[:hi + 1] unless hi == limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
