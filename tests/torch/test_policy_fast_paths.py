@@ -307,3 +307,24 @@ def test_codec_memo_on_the_tiny_tokenizer(tiny):
     for _ in range(2):  # computed, then from the memo
         assert codec.continuation([5, tokenizer.eos_token_id], user) == codec.close_ids[1:] + tail
         assert codec.continuation([5], user) == codec.close_ids + tail
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.one_of(st.text(max_size=30), st.sampled_from(
+    ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</answer>", "\n", " ", "Turn 2:\nState:\n#P_#"])),
+    max_size=8))
+def test_codec_encodes_with_the_rust_backend_as_the_tokenizer_does(tiny, parts):
+    """The codec's encode goes straight to the fast tokenizer's Rust ``encode``: the same ids as the tokenizer's own
+    ``encode(text, add_special_tokens=False)`` on any text, special tokens and unicode included."""
+    _model, tokenizer = tiny
+    codec = ChatCodec(tokenizer)
+    assert codec._backend is not None
+    text = "".join(parts)
+    assert codec.encode(text) == tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_codec_without_a_rust_backend_uses_the_tokenizer():
+    from ragen_core.starpo.chat import TextTokenizer
+
+    codec = ChatCodec(TextTokenizer())
+    assert codec._backend is None and codec.encode("ab") == [97, 98]
