@@ -38,8 +38,10 @@ from _machine import machine  # noqa: E402  (bench/_machine.py)
 
 #: ``generation_threads=None`` is filled in with torch's thread count for ``generate`` (the sampler before ran in
 #: torch's threads; the native loop picks one thread for a model this small)
-ARMS = {"generate": {"decoder": "hf", "prefix_cache_mb": 0, "generation_threads": None}, "native": {"prefix_cache_mb": 0},
-        "native+store": {}}
+ARMS: dict[str, dict[str, Any]] = {
+    "generate": {"decoder": "hf", "prefix_cache_mb": 0, "generation_threads": None},
+    "native": {"prefix_cache_mb": 0},
+    "native+store": {}}
 
 
 def run_arm(args: argparse.Namespace, model: Any, tokenizer: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -89,9 +91,9 @@ def print_table(results: dict[str, dict[str, Any]], turns: int) -> None:
                                                             for n in names)
     print(head)
     for k in range(turns):
-        row = [results[n]["calls"][k] if k < len(results[n]["calls"]) else None for n in names]
-        if row[0] is None:
+        if any(k >= len(results[n]["calls"]) for n in names):
             break
+        row = [results[n]["calls"][k] for n in names]
         line = f"{k + 1:>4} {row[0]['rows']:>5} {row[0]['prompt_tokens_mean']:>7.0f}"
         for c in row:
             line += f" {c['prefilled_tokens']:>22,} {c['seconds']:>15.3f}"
