@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 import torch
+import torch.nn.functional as F
 
 __all__ = ["DecodeOutput", "PrefixStore", "StopScan", "decode", "logits_warpers"]
 
@@ -74,35 +75,38 @@ class StopScan:
 
 @attrs.define
 class DecodeOutput:
-    """What :func:`decode` sampled: ``tokens`` ``[B, T]`` (pad after a row's end), the raw float32 ``logits`` of each
-    step (``T`` tensors ``[B, V]``), each row's response ``lengths`` (end token or stop string included), and the
-    ``cache`` and attention ``mask`` after the last step (the prompt and every fed token: all but the last)."""
+    """What :func:`decode` sampled: ``tokens`` ``[B, T]`` (pad after a row's end), each sampled token's log-prob and
+    its step's entropy ``[B, T]`` (0 after a row's end), each row's response ``lengths`` (end token or stop string
+    included), and the ``cache`` and attention ``mask`` after the last step (the prompt and every fed token: all but
+    the last)."""
 
     tokens: torch.Tensor
-    logits: tuple[torch.Tensor, ...]
+    logprobs: torch.Tensor
+    entropies: torch.Tensor
     lengths: list[int]
     cache: Any
     mask: torch.Tensor
 
 
 def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, max_new_tokens: int, greedy: bool,
-           warpers: list[Any], scan: StopScan, pad_id: int) -> DecodeOutput:
+           warpers: list[Any], scan: StopScan, pad_id: int, temperature: float = 1.0) -> DecodeOutput:
     """Sample up to ``max_new_tokens`` tokens per row, starting from ``last`` (``[B, 1]``: each prompt's last token)
     with ``cache`` holding the rest of the prompt (None: ``last`` is the whole prompt, ``[B, L]``) under the attention
     ``mask`` (``[B, cached + last's width]``, 0 at padding). Positions are the mask's running count, as in
-    ``generate``."""
+    ``generate``. Log-probs and entropies are those of the raw logits at ``temperature`` (the distribution before
+    top-k and top-p), taken at each step for the rows still inside their response, so no step's logits outlive it
+    (``generate`` keeps all of them: ``[B, V]`` per step)."""
     rows = last.shape[0]
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)[:, -last.shape[1]:]
     feed, finished = last, torch.zeros(rows, dtype=torch.bool, device=last.device)
     alive, lengths = list(range(rows)), [0] * rows
     tokens: list[torch.Tensor] = []
-    logits: list[torch.Tensor] = []
+    scored: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]] = []
     for t in range(max_new_tokens):
         out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache,
                     use_cache=True, logits_to_keep=1)
         cache = out.past_key_values
         step = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
-        logits.append(step)
         scores = step
         for warp in warpers:
             scores = warp(None, scores)
@@ -113,6 +117,7 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
         if len(alive) < rows:
             nxt = nxt.masked_fill(finished, pad_id)
         tokens.append(nxt)
+        scored.append(_score(step, nxt, None if len(alive) == rows else alive, temperature))
         ids = nxt.tolist()
         ended = [i for i in alive if scan.ends(i, ids[i])]
         for i in ended:
@@ -127,8 +132,30 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
         mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
     for i in alive:
         lengths[i] = len(tokens)
-    return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), tuple(logits), lengths,
-                        cache, mask)
+    logp = torch.zeros((rows, len(tokens)), dtype=torch.float32, device=last.device)
+    ent = torch.zeros_like(logp)
+    for t, (idx, chosen, h) in enumerate(scored):
+        if idx is None:
+            logp[:, t], ent[:, t] = chosen, h
+        else:
+            logp[idx, t], ent[idx, t] = chosen, h
+    return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), logp, ent, lengths, cache,
+                        mask)
+
+
+def _score(step: torch.Tensor, tokens: torch.Tensor, rows: list[int] | None, temperature: float
+           ) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """Log-prob of ``tokens`` and entropy under ``step``'s logits at ``temperature``, for ``rows`` (None: all): the
+    ops of :func:`ragen_plugins_torch.policy.response_logprobs_entropy`, so the same values bit for bit."""
+    idx = None if rows is None else torch.tensor(rows, device=step.device)
+    x = step if idx is None else step[idx]
+    if temperature != 1.0:
+        x = x / max(temperature, 1e-6)
+    lp = F.log_softmax(x, dim=-1)
+    chosen = lp.gather(-1, (tokens if idx is None else tokens[idx]).unsqueeze(-1)).squeeze(-1)
+    p = lp.exp()
+    p.mul_(lp)
+    return idx, chosen, -p.sum(-1)
 
 
 # ----------------------------------------------------------------------------------------------- the prefix store

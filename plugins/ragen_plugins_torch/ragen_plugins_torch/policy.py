@@ -150,17 +150,14 @@ class HFPolicy:
         self.model.eval()
         try:
             if self.decoder == "hf":
-                new, logits, lengths = self._hf_generate(reqs)
+                new, logp, ent, lengths = self._hf_generate(reqs)
             else:
-                new, logits, lengths = self._native_generate(reqs)
+                new, logp, ent, lengths = self._native_generate(reqs)
         finally:
             if was_training:
                 self.model.train()
         req = reqs[0]
-        greedy = req.temperature <= 0
         rows = new.tolist()
-        with _num_threads(self.postprocess_threads if new.device.type == "cpu" else None):
-            logp, ent = response_logprobs_entropy(logits, new, lengths, 1.0 if greedy else req.temperature)
         logp_rows = logp.tolist()
         results = []
         for i, n in enumerate(lengths):
@@ -182,8 +179,9 @@ class HFPolicy:
             mask = torch.cat([torch.ones((len(distinct), root), dtype=mask.dtype), mask], 1)
         return ids.to(self.device), mask.to(self.device), root
 
-    def _hf_generate(self, reqs: list[GenerationRequest]) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], list[int]]:
-        """transformers' ``generate`` (``decoder="hf"``)."""
+    def _hf_generate(self, reqs: list[GenerationRequest]
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+        """transformers' ``generate`` (``decoder="hf"``), then the log-probs and entropies from its logits."""
         req = reqs[0]
         prompts = [tuple(r.prompt_ids) for r in reqs]
         distinct = list(dict.fromkeys(prompts))
@@ -211,10 +209,13 @@ class HFPolicy:
             kwargs["past_key_values"] = cache
         gen = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         new = gen.sequences[:, ids.shape[1]:]
-        return new, gen.logits, [self._length(row, req.stop) for row in new.tolist()]
+        lengths = [self._length(row, req.stop) for row in new.tolist()]
+        with _num_threads(self.postprocess_threads if new.device.type == "cpu" else None):
+            logp, ent = response_logprobs_entropy(gen.logits, new, lengths, 1.0 if greedy else req.temperature)
+        return new, logp, ent, lengths
 
     def _native_generate(self, reqs: list[GenerationRequest]
-                         ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], list[int]]:
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
         """:func:`~ragen_plugins_torch.decoding.decode` from the prompts' caches: the store's where a prompt
         continues a stored sequence, otherwise a prefill (shared by equal prompts and the common prefix)."""
         from .decoding import PrefixStore, StopScan, decode, logits_warpers
@@ -243,10 +244,10 @@ class HFPolicy:
         warpers = [] if greedy else logits_warpers(req.temperature, req.top_k, req.top_p)
         scan = StopScan(self.tokenizer, self.tokenizer.eos_token_id, req.stop, self._pieces, len(prompts))
         out = decode(self.model, last, mask, cache, max_new_tokens=req.max_new_tokens, greedy=greedy,
-                     warpers=warpers, scan=scan, pad_id=self.pad_id)
+                     warpers=warpers, scan=scan, pad_id=self.pad_id, temperature=1.0 if greedy else req.temperature)
         if self.store is not None:
             self._remember(prompts, out, [hits[where[p]] for p in prompts] if hits else [None] * len(prompts))
-        return out.tokens, out.logits, out.lengths
+        return out.tokens, out.logprobs, out.entropies, out.lengths
 
     def _from_store(self, distinct: list[tuple[int, ...]], hits: list[Any]
                     ) -> tuple[torch.Tensor, torch.Tensor, Any]:
