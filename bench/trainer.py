@@ -139,6 +139,25 @@ class Recorder:
         TorchTrainer._step, TorchTrainer._validate = _step, _validate
 
 
+def use_generate() -> None:
+    """Make every ``HFPolicy`` of this process the sampler before the native loop: transformers' ``generate`` in
+    torch's threads, no prefix store."""
+    import functools
+
+    import torch
+
+    from ragen_plugins_torch.policy import HFPolicy
+
+    init = HFPolicy.__init__
+
+    @functools.wraps(init)
+    def hf_init(policy: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs.update(decoder="hf", prefix_cache_mb=0, generation_threads=torch.get_num_threads())
+        init(policy, *args, **kwargs)
+
+    HFPolicy.__init__ = hf_init  # type: ignore[method-assign]
+
+
 def generation_flops(shape: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, float]:
     """Useful FLOPs (real positions only) and executed FLOPs (the padded batch for every decoding step)."""
     useful = executed = 0.0
@@ -173,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, the core count)")
     parser.add_argument("--peak-size", type=int, default=1024, help="matrix size of the matmul peak (default 1024)")
     parser.add_argument("--peak-seconds", type=float, default=3.0)
+    parser.add_argument("--decoder", choices=["native", "hf"], default="native",
+                        help="the sampler: the native loop with the prefix store (default), or the one before it "
+                             "(transformers' generate in torch's threads, no store) for a before/after figure")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
 
@@ -181,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     from ragen_core.cli import run_trainer
+
+    if args.decoder == "hf":
+        use_generate()
 
     run_dir = Path(args.out)
     replace_bench_dir(run_dir)  # only an earlier run of a bench is replaced, never other data
