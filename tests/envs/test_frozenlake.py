@@ -1,7 +1,9 @@
-"""Tests of the FrozenLake env: contract, gymnasium dynamics, maps, rendering, oracle, determinism, config."""
+"""Tests of the FrozenLake env: contract, gymnasium dynamics, maps, rendering, oracle, determinism, config, and maps and
+episodes against plain references (RAGEN's lake generator written plainly; gymnasium's env stepped side by side)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -10,6 +12,8 @@ import sys
 import numpy as np
 import pytest
 from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLakeEnv
+from gymnasium.envs.toy_text.frozen_lake import generate_random_map
+from gymnasium.utils import seeding
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -371,3 +375,161 @@ def test_config_class_validates_directly() -> None:
         FrozenLakeConfig(success_rate=float("nan"))
     assert FrozenLakeConfig(success_rate=1.0).is_slippery is False
     assert FrozenLakeConfig().is_slippery is True
+
+
+# --------------------------------------------------------------------------------------- maps against references
+
+def _drawing_state(generator: np.random.Generator) -> dict:
+    """The part of a generator's state that decides its next numbers: numpy leaves the last 32-bit half-word in
+    ``uinteger`` after using it (``has_uint32=0``), where it is never read again."""
+    state = dict(generator.bit_generator.state)
+    if not state["has_uint32"]:
+        state["uinteger"] = 0
+    return state
+
+
+def _reference_has_path(desc: list[str], start: int, goal: int) -> bool:
+    """Depth-first search over non-hole tiles, written plainly (like gymnasium's ``is_valid``, from the start)."""
+    rows, cols = len(desc), len(desc[0])
+    stack, seen = [divmod(start, cols)], set()
+    while stack:
+        r, c = stack.pop()
+        if (r, c) == divmod(goal, cols):
+            return True
+        if (r, c) in seen or desc[r][c] == "H":
+            continue
+        seen.add((r, c))
+        stack.extend((r + dr, c + dc) for dr, dc in ((1, 0), (0, 1), (-1, 0), (0, -1))
+                     if 0 <= r + dr < rows and 0 <= c + dc < cols)
+    return False
+
+
+def _reference_map(rng: np.random.Generator, size: int, p: float) -> list[str]:
+    """RAGEN's lake as this env draws it (module docstring), written plainly with numpy's own calls: the frozen
+    tiles, then two distinct tiles for start and goal, redrawn until a path joins them."""
+    while True:
+        frozen = rng.random((size, size)) < p
+        start, goal = (int(i) for i in rng.choice(size * size, size=2, replace=False))
+        grid = [["F" if f else "H" for f in row] for row in frozen.tolist()]
+        grid[start // size][start % size] = "S"
+        grid[goal // size][goal % size] = "G"
+        desc = ["".join(row) for row in grid]
+        if _reference_has_path(desc, start, goal):
+            return desc
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**40), size=st.integers(2, 10), p=st.floats(0.35, 1.0), draws=st.integers(1, 3))
+def test_maps_are_the_plain_references(seed: int, size: int, p: float, draws: int) -> None:
+    """generate_map draws the map of the plain reference, and leaves the generator where the reference does (so the
+    maps after it, and the slips, follow on), whatever half-word numpy had buffered before."""
+    ours, ref = seeding.np_random(seed)[0], seeding.np_random(seed)[0]
+    if seed % 2:  # an odd seed starts with a buffered 32-bit word
+        ours.integers(7), ref.integers(7)
+    for _ in range(draws):
+        assert generate_map(ours, size, p) == _reference_map(ref, size, p)
+    assert _drawing_state(ours) == _drawing_state(ref)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(3, 8), p=st.floats(0.5, 1.0))
+def test_holes_are_gymnasiums_first_board(seed: int, size: int, p: float) -> None:
+    """gymnasium's ``generate_random_map`` puts the start top-left and the goal bottom-right (RAGEN's lake draws
+    both), so the maps differ by design; the frozen tiles are the same draw: when gymnasium keeps its first board and
+    our first map has a path, both have the same holes outside the start and goal tiles."""
+    board = seeding.np_random(seed)[0].choice(["F", "H"], (size, size), p=[p, 1 - p])  # gymnasium's first board
+    board[0][0], board[-1][-1] = "S", "G"
+    gym_map = generate_random_map(size=size, p=p, seed=seed)
+    if gym_map != ["".join(row) for row in board]:
+        return  # gymnasium redrew its board (no path from corner to corner)
+    try:
+        ours = generate_map(seeding.np_random(seed)[0], size, p, max_tries=1)
+    except FrozenLakeGenerationError:
+        return  # our first start and goal had no path: we redraw from other numbers
+    special = {0, size * size - 1, "".join(ours).index("S"), "".join(ours).index("G")}
+    for i, (a, b) in enumerate(zip("".join(ours), "".join(gym_map))):
+        if i not in special:
+            assert (a == "H") == (b == "H"), (seed, ours, gym_map)
+
+
+# ------------------------------------------------------------------------------- episodes against gymnasium's env
+
+class _GymnasiumLake:
+    """The lake as this env played it through gymnasium before its dynamics were written out: the map from the plain
+    reference, then gymnasium's ``FrozenLakeEnv`` on it, seeded with ``np_random.integers(2**31 - 1)``."""
+
+    def __init__(self, size: int, p: float, success_rate: float) -> None:
+        self.size, self.p, self.success_rate = size, p, success_rate
+
+    def reset(self, seed: int | None, desc: list[str] | None) -> tuple[str, int]:
+        if seed is not None:
+            self.np_random = seeding.np_random(seed)[0]
+        self.desc = desc if desc is not None else _reference_map(self.np_random, self.size, self.p)
+        self.inner = GymFrozenLakeEnv(desc=self.desc, is_slippery=self.success_rate < 1,
+                                      success_rate=self.success_rate)
+        self.inner.reset(seed=int(self.np_random.integers(2**31 - 1)))
+        self.done = False
+        row, col = divmod(int(self.inner.s), len(self.desc[0]))
+        path = shortest_path(self.desc, (row, col))
+        return self.render(), len(path) if path is not None else -1
+
+    def step(self, action: str) -> tuple[str, float, bool, bool]:
+        index = ACTIONS.index(action) if action in ACTIONS else None
+        if index is None or self.done:
+            return self.render(), 0.0, self.done, False
+        before = int(self.inner.s)
+        state, reward, terminated, _truncated, _info = self.inner.step(index)
+        self.done = bool(terminated)
+        return self.render(), float(reward), self.done, int(state) != before
+
+    def render(self) -> str:
+        row, col = divmod(int(self.inner.s), len(self.desc[0]))
+        player = {"H": "X", "G": "√"}.get(self.desc[row][col], "P")
+        cells = [[{"H": "O", "G": "G"}.get(ch, "_") for ch in line] for line in self.desc]
+        cells[row][col] = player
+        return "\n".join("".join(line) for line in cells)
+
+
+_EPISODE = st.tuples(st.sampled_from([None, "seed", "seed", "seed", "desc"]), st.integers(0, 2**33),
+                     st.lists(st.sampled_from([*ACTIONS, "up", "jump"]), max_size=12))
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(size=st.integers(2, 6), p=st.floats(0.5, 1.0), success_rate=st.sampled_from([1.0, 0.8, 1 / 3, 0.5, 0.0]),
+       episodes=st.lists(_EPISODE, min_size=1, max_size=4))
+def test_episodes_are_gymnasiums(size: int, p: float, success_rate: float, episodes: list) -> None:
+    """Same maps, observations, rewards, ends and slips as gymnasium's env on the same seeds and actions (seeded and
+    unseeded resets, generated and given maps), and the same generator state after every reset."""
+    env = FrozenLakeEnv(size=size, p=p, success_rate=success_rate)
+    ref = _GymnasiumLake(size, p, success_rate)
+    for number, (kind, seed, actions) in enumerate(episodes):
+        seed_arg = None if kind is None and number else seed  # an unseeded reset continues the previous stream
+        desc = OPEN_LAKE if kind == "desc" else None
+        obs, info = env.reset(seed=seed_arg, options={"desc": desc} if desc else None)
+        assert (obs, info["optimal_moves"]) == ref.reset(seed_arg, desc)
+        assert env.desc == ref.desc
+        assert _drawing_state(env.np_random) == _drawing_state(ref.np_random)
+        for action in actions:
+            obs, reward, terminated, truncated, info = env.step(action)
+            ref_obs, ref_reward, ref_done, ref_effective = ref.step("Up" if action == "up" else action)
+            assert (obs, reward, terminated, truncated) == (ref_obs, ref_reward, ref_done, False)
+            assert info["action_is_effective"] is bool(ref_effective)
+            assert info["success"] is (ref.desc[env.position[0]][env.position[1]] == "G")
+
+
+def _episodes_digest(env: FrozenLakeEnv, seeds: range, actions: list[str]) -> str:
+    digest = hashlib.sha256()
+    for seed in seeds:
+        digest.update(json.dumps(env.reset(seed=seed), sort_keys=True).encode())
+        for action in actions:
+            digest.update(json.dumps(env.step(action)[:4]).encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize(("params", "expected"), [({}, "060cac90661913c7"),
+                                                  ({"size": 6, "p": 0.7, "success_rate": 1.0}, "99cb2fc4e4d9548e")])
+def test_episodes_of_200_seeds_are_unchanged(params: dict, expected: str) -> None:
+    """The maps, infos and moves of seeds 0..199 are those of the env before its dynamics were written out (the
+    digest was taken from that version)."""
+    actions = ["Right", "Down", "Left", "Down", "Up", "Right"]
+    assert _episodes_digest(FrozenLakeEnv(**params), range(200), actions) == expected
