@@ -32,16 +32,20 @@ Generation (gym-sokoban's method, reimplemented for speed and seeded only by ``s
    times, then raises :class:`SokobanGenerationError`.
 
 Same rooms, faster: on the same topology and placement the depth-first search returns exactly gym-sokoban's start
-state and score, but works on tuples of flat cell indices instead of copying and hashing numpy arrays, so a 6x6 room
-with one box takes about 0.3 ms (gym-sokoban: 4 to 7 ms; ``bench/sokoban_vs_gym_sokoban.py``). gym-sokoban
+state and score, but works on tuples of flat cell indices instead of copying and hashing numpy arrays (with one box,
+the default, each state is packed into one integer and marked in a bytearray), and the env is seeded through
+:mod:`ragen_plugins_envs.fast_rng` (gymnasium's generator state without its construction cost), so a 6x6 room with
+one box takes about 0.2 ms, its optimal solution included (gym-sokoban: 4 to 7 ms;
+``bench/sokoban_vs_gym_sokoban.py``; RAGEN's own env: ``bench/envs_vs_ragen.py``). gym-sokoban
 always searches with a time-to-live of 300; RAGEN passes its ``search_depth`` there. Our default of 30 gives the same
 difficulty on 6x6 rooms with one box (about 3 optimal moves on average, at most about 13) and is cheaper on larger
 rooms. The depth-first pull counts depend on the search path and favour states near the solution; the alternative
 ``reverse_search="bfs"`` scores each state by the pulls of a shortest reverse path (breadth-first, ``search_depth``
 reverse moves, ties broken by the seeded generator) and gives harder rooms (about 5.5 optimal moves on 6x6).
 
-:func:`solve` is an exact breadth-first solver (optimal number of moves) with dead-square pruning; it powers
-:meth:`SokobanEnv.oracle_action` and ``info["optimal_moves"]`` at reset.
+:func:`solve` is an exact breadth-first solver (optimal number of moves) with dead-square pruning (one box: states
+packed into integers, same order, same plan); it powers :meth:`SokobanEnv.oracle_action` and
+``info["optimal_moves"]`` at reset.
 
 Rooms are integer arrays with the cell codes :data:`WALL` 0, :data:`FLOOR` 1, :data:`TARGET` 2,
 :data:`BOX_ON_TARGET` 3, :data:`BOX` 4, :data:`PLAYER` 5, :data:`PLAYER_ON_TARGET` 6 (RAGEN's render lookup);
@@ -51,6 +55,7 @@ in the env's symbols).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -60,6 +65,7 @@ import numpy as np
 from ragen_core.config import structure
 from ragen_core.env import TextEnv
 from ragen_core.validators import constraint, integer, number
+from ragen_plugins_envs.fast_rng import seed_env
 from ragen_plugins_envs.grid_symbols import merge_symbols, symbols_validator
 
 __all__ = [
@@ -289,6 +295,12 @@ def render_room(room: Any, symbols: Mapping[str, str] | None = None) -> str:
 
 # ------------------------------------------------------------------------------------------------------ generation
 
+@functools.lru_cache(maxsize=32)
+def _flat_masks(cols: int) -> tuple[tuple[int, ...], ...]:
+    """The five carving masks as flat-index offsets in a room ``cols`` wide."""
+    return tuple(tuple(mr * cols + mc for mr, mc in mask) for mask in _MASK_OFFSETS)
+
+
 def _topology(rows: int, cols: int, p_change: float, num_steps: int, rng: np.random.Generator) -> list[bool]:
     """gym-sokoban's random-walk topology as a flat floor mask (True = floor); the border is wall.
 
@@ -300,15 +312,18 @@ def _topology(rows: int, cols: int, p_change: float, num_steps: int, rng: np.ran
     direction = int(u[0] * 4)
     r, c = 1 + int(u[1] * (rows - 1)), 1 + int(u[2] * (cols - 1))
     level = [False] * (rows * cols)
-    n_masks = len(_MASK_OFFSETS)
+    masks = _flat_masks(cols)
+    n_masks = len(masks)
+    last_r, last_c = rows - 2, cols - 2
     for k in range(3, 3 + 3 * num_steps, 3):
         if u[k] < p_change:
             direction = int(u[k + 1] * 4)
         dr, dc = _WALK_DIRECTIONS[direction]
-        r = min(max(r + dr, 1), rows - 2)
-        c = min(max(c + dc, 1), cols - 2)
-        for mr, mc in _MASK_OFFSETS[int(u[k + 2] * n_masks)]:
-            level[(r + mr) * cols + c + mc] = True
+        r = 1 if r + dr < 1 else (last_r if r + dr > last_r else r + dr)
+        c = 1 if c + dc < 1 else (last_c if c + dc > last_c else c + dc)
+        centre = r * cols + c
+        for offset in masks[int(u[k + 2] * n_masks)]:
+            level[centre + offset] = True
     last = (rows - 1) * cols
     for i in range(cols):
         level[i] = level[last + i] = False
@@ -381,6 +396,14 @@ def _reverse_dfs(free: Sequence[bool], cols: int, targets: tuple[int, ...], play
     Children that are already explored, or whose time-to-live would run out on arrival, are not pushed: gym-sokoban
     visits and discards them, with the same outcome.
     """
+    if len(targets) == 1:
+        return _reverse_dfs_one_box(free, cols, targets[0], player, ttl, max_states)
+    return _reverse_dfs_boxes(free, cols, targets, player, ttl, max_states)
+
+
+def _reverse_dfs_boxes(free: Sequence[bool], cols: int, targets: tuple[int, ...], player: int, ttl: int,
+                       max_states: int) -> tuple[int, tuple[int, ...], int]:
+    """:func:`_reverse_dfs` for any number of boxes, states as tuples (the one-box search is checked against it)."""
     deltas = (-cols, cols, -1, 1)
     target_set = frozenset(targets)
     origins = [divmod(t, cols) for t in targets]
@@ -416,6 +439,53 @@ def _reverse_dfs(free: Sequence[bool], cols: int, targets: tuple[int, ...], play
         stack.extend(reversed(walked))
         stack.extend(reversed(pulled))
     return best[0], best[1], max(best_score, 0)
+
+
+def _reverse_dfs_one_box(free: Sequence[bool], cols: int, target: int, player: int, ttl: int,
+                         max_states: int) -> tuple[int, tuple[int, ...], int]:
+    """:func:`_reverse_dfs` with one box (the default room), state for state: a state is packed into one integer
+    (player, box, whether the box was pulled yet) marked in a bytearray, children are pushed straight onto the stack
+    (the moves that only walk away from a box first, so that they pop after every pull, in action order), and each
+    cell's open directions are listed once."""
+    n = len(free)
+    deltas = (-cols, cols, -1, 1)
+    tr, tc = divmod(target, cols)
+    explored = bytearray(2 * n * n)
+    count = 0
+    best_score, best_player, best_box = 0, player, target
+    open_moves: list[tuple[tuple[int, int], ...] | None] = [None] * n
+    stack = [(player, target, 0, 0, ttl)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        p, b, moved, pulls, life = pop()
+        life -= 1
+        key = (p * n + b) << 1 | moved
+        if life <= 0 or count >= max_states or explored[key]:
+            continue
+        explored[key] = 1
+        count += 1
+        if pulls and p != target and b != target:
+            br, bc = divmod(b, cols)
+            score = pulls * (abs(br - tr) + abs(bc - tc))
+            if score > best_score:
+                best_score, best_player, best_box = score, p, b
+        if life <= 1:
+            continue
+        moves = open_moves[p]
+        if moves is None:  # (next cell, cell behind) per open direction, last direction first (LIFO)
+            moves = open_moves[p] = tuple((p + d, p - d) for d in reversed(deltas) if free[p + d])
+        for q, behind in moves:  # walking away from the box instead of pulling it
+            if behind == b and not explored[(q * n + b) << 1 | moved]:
+                push((q, b, moved, pulls, life))
+        for q, behind in moves:
+            if q == b:
+                continue
+            if behind == b:
+                if not explored[(q * n + p) << 1 | 1]:
+                    push((q, p, 1, pulls + 1, life))
+            elif not explored[(q * n + b) << 1 | moved]:
+                push((q, b, moved, pulls, life))
+    return best_player, (best_box,), best_score
 
 
 def _reverse_bfs(free: Sequence[bool], cols: int, targets: tuple[int, ...], player: int, depth: int,
@@ -531,6 +601,68 @@ def _live_cells(free: Sequence[bool], cols: int, targets: Sequence[int]) -> list
 
 
 def _solve_layout(layout: _Layout, max_states: int) -> list[str] | None:
+    """Breadth-first over (player, boxes) with dead-square pruning: an optimal plan, or None (see :func:`solve`)."""
+    if len(layout.boxes) == 1:
+        return _solve_one_box(layout, max_states)
+    return _solve_boxes(layout, max_states)
+
+
+def _solve_one_box(layout: _Layout, max_states: int) -> list[str] | None:
+    """:func:`_solve_boxes` with one box, in the same breadth-first order (so the same plan), a state packed into
+    one integer (``player * cells + box``) and its parent link into another (``parent state * 4 + action``)."""
+    free, cols = layout.free, layout.cols
+    n = len(free)
+    target, box = layout.targets[0], layout.boxes[0]
+    if box == target:
+        return []
+    live = _live_cells(free, cols, layout.targets)
+    if not live[box]:
+        return None
+    deltas = tuple(enumerate((-cols, cols, -1, 1)))
+    start = layout.player * n + box
+    parent = {start: -1}
+    frontier = [start]
+    while frontier:
+        reached = []
+        for state in frontier:
+            p, b = divmod(state, n)
+            for a, d in deltas:
+                q = p + d
+                if not free[q]:
+                    continue
+                if q == b:
+                    new = q * n + q + d
+                    if not free[q + d] or not live[q + d] or new in parent:
+                        continue
+                    parent[new] = state * 4 + a
+                    if q + d == target:
+                        return _plan_packed(parent, new)
+                else:
+                    new = q * n + b
+                    if new in parent:
+                        continue
+                    parent[new] = state * 4 + a
+                reached.append(new)
+            if len(parent) > max_states:
+                return None
+        frontier = reached
+    return None
+
+
+def _plan_packed(parent: Mapping[int, int], state: int) -> list[str]:
+    """The actions that led to ``state`` in :func:`_solve_one_box`'s parent links."""
+    actions: list[str] = []
+    link = parent[state]
+    while link >= 0:
+        state, a = divmod(link, 4)
+        actions.append(ACTIONS[a])
+        link = parent[state]
+    actions.reverse()
+    return actions
+
+
+def _solve_boxes(layout: _Layout, max_states: int) -> list[str] | None:
+    """:func:`_solve_layout` for any number of boxes, states as (player, sorted boxes) tuples."""
     target_set = frozenset(layout.targets)
     boxes0 = tuple(sorted(layout.boxes))
     if all(b in target_set for b in boxes0):
@@ -633,7 +765,7 @@ class SokobanEnv(TextEnv):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode on a new room (or on ``options["room"]``: a room array or text in the env's symbols)."""
-        super().reset(seed=seed)
+        seed_env(self, seed)  # gymnasium.Env.reset(seed=seed)'s generator, without its construction cost
         cfg = self.config
         room = (options or {}).get("room")
         if room is None:

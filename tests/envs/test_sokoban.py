@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -27,7 +28,13 @@ from ragen_plugins_envs.sokoban import (
     SokobanConfig,
     SokobanEnv,
     SokobanGenerationError,
+    _Layout,
     _reverse_dfs,
+    _reverse_dfs_boxes,
+    _reverse_dfs_one_box,
+    _solve_boxes,
+    _solve_one_box,
+    _topology,
     generate_room,
     parse_room,
     render_room,
@@ -373,6 +380,44 @@ def test_reverse_dfs_reproduces_gym_sokoban() -> None:
         np.random.set_state(saved[1])
 
 
+def _random_cells(seed: int, dim: tuple[int, int], count: int) -> tuple[list[bool], list[int]] | None:
+    """A random-walk topology and ``count`` distinct floor cells on it (None when it has fewer floor cells)."""
+    rng = np.random.default_rng(seed)
+    free = _topology(dim[0], dim[1], 0.35, int(1.7 * sum(dim)), rng)
+    cells = [i for i, f in enumerate(free) if f]
+    if len(cells) < count:
+        return None
+    return free, [cells[int(i)] for i in rng.choice(len(cells), count, replace=False)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), dim=st.sampled_from([(5, 5), (6, 6), (7, 9), (10, 10)]),
+       ttl=st.sampled_from([1, 2, 5, 30, 300]), cap=st.sampled_from([3, 40, 300_000]))
+def test_one_box_reverse_search_is_the_general_one(seed: int, dim: tuple[int, int], ttl: int, cap: int) -> None:
+    """The one-box search (the default room's) returns the general search's start state and score, whatever the
+    time-to-live and the state cap (which the general search is checked against gym-sokoban with, above)."""
+    drawn = _random_cells(seed, dim, 2)
+    if drawn is None:
+        return
+    free, (player, target) = drawn
+    assert (_reverse_dfs_one_box(free, dim[1], target, player, ttl, cap)
+            == _reverse_dfs_boxes(free, dim[1], (target,), player, ttl, cap))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), dim=st.sampled_from([(5, 5), (6, 6), (7, 9), (10, 10)]),
+       cap=st.sampled_from([5, 60, 2_000_000]))
+def test_one_box_solver_is_the_general_one(seed: int, dim: tuple[int, int], cap: int) -> None:
+    """Same plan (not only the same length: the oracle's next move) or the same None, with or without a state cap."""
+    drawn = _random_cells(seed, dim, 3)
+    if drawn is None:
+        return
+    free, (player, box, target) = drawn
+    for box_cell in (box, target):  # also a box already on its target
+        layout = _Layout(dim[0], dim[1], tuple(free), (target,), player, (box_cell,))
+        assert _solve_one_box(layout, cap) == _solve_boxes(layout, cap)
+
+
 def test_generation_failure_is_clear() -> None:
     with pytest.raises(SokobanGenerationError, match="positive difficulty score in 3 tries"):
         generate_room(np.random.default_rng(0), (5, 5), 3, search_depth=1, max_tries=3)
@@ -401,6 +446,22 @@ def test_determinism_across_processes() -> None:
     env_vars = {**os.environ, "PYTHONHASHSEED": "12345"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env_vars)
     assert json.loads(result.stdout) == [_first_observations(p, seeds) for p in cases]
+
+
+@pytest.mark.parametrize(("params", "expected"), [
+    ({}, "e11c67db619f0861"),
+    ({"dim_room": (8, 8), "num_boxes": 2, "search_depth": 10}, "f433c4c5a80e2559"),
+    ({"reverse_search": "bfs"}, "bf553c93017797ba"),
+])
+def test_episodes_of_200_seeds_are_unchanged(params: dict, expected: str) -> None:
+    """The rooms, infos (optimal moves included) and moves of seeds 0..199 are those of the generator before its
+    one-box search and solver and its faster seeding (the digest was taken from that version)."""
+    env, digest = SokobanEnv(**params), hashlib.sha256()
+    for seed in range(200):
+        digest.update(json.dumps(env.reset(seed=seed), sort_keys=True).encode())
+        for action in ("Up", "Left", "Down", "Right", "Right", "Up"):
+            digest.update(json.dumps(env.step(action)[:4]).encode())
+    assert digest.hexdigest()[:16] == expected
 
 
 def test_same_seed_same_episode_and_unseeded_reset_continues() -> None:
