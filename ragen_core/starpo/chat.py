@@ -11,6 +11,7 @@ the sampled ids, spliced with the template's ids for the closing of the assistan
 
 from __future__ import annotations
 
+import contextlib
 import re
 from array import array
 from typing import Any, Protocol
@@ -132,7 +133,11 @@ class ChatCodec:
             raise ValueError("the chat template does not render an assistant reply verbatim after the generation "
                              "prompt; ragen cannot splice sampled tokens into it")
         self._probe = [*probe, {"role": "assistant", "content": "A"}]
-        self._backend = self._backend_encode(tokenizer, self._with_reply)
+        self._backend: Any = None
+        backend: Any = getattr(getattr(tokenizer, "_tokenizer", None), "encode", None)
+        with contextlib.suppress(Exception):  # any doubt (no Rust encode, other ids): the tokenizer's own encode
+            if list(backend(self._with_reply, add_special_tokens=False).ids) == self.encode(self._with_reply):
+                self._backend = backend
         self.close_ids = self.encode(self._with_reply[len(head) + 1:])
         self._prompts: dict[Any, array[int]] = {}
         self._tails: dict[str, array[int]] = {}
@@ -142,27 +147,12 @@ class ChatCodec:
         return str(self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False))
 
     def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` (no special tokens added)."""
+        """Ids of ``text`` (no special tokens added); through a fast tokenizer's Rust ``encode``
+        (``tokenizer._tokenizer``) when it gave the tokenizer's own ids on the template's probe: the Python layers
+        around it are about 40% of an encode's time for a ~300-character turn."""
         if self._backend is not None:
             return list(self._backend(text, add_special_tokens=False).ids)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
-
-    @staticmethod
-    def _backend_encode(tokenizer: Any, probe: str) -> Any:
-        """A Hugging Face fast tokenizer's Rust ``encode`` (``tokenizer._tokenizer``), which gives the ids of
-        ``tokenizer.encode(text, add_special_tokens=False)`` without the Python layers around it (about 40% of an
-        encode's time for a ~300-character turn); None for any other tokenizer, or when the two disagree on
-        ``probe`` (a wrapper that changes the text first)."""
-        backend = getattr(tokenizer, "_tokenizer", None)
-        encode = getattr(backend, "encode", None)
-        if not callable(encode) or not callable(getattr(backend, "encode_batch", None)):
-            return None
-        try:
-            same = list(encode(probe, add_special_tokens=False).ids) == list(
-                tokenizer.encode(probe, add_special_tokens=False))
-        except Exception:  # noqa: BLE001 - anything unexpected: the plain path
-            return None
-        return encode if same else None
 
     def prompt(self, messages: list[dict[str, str]]) -> list[int]:
         """Ids of a whole prompt ending in the generation prompt and the opening tag."""
