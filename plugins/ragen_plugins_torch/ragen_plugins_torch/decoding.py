@@ -162,13 +162,24 @@ def _score(step: torch.Tensor, tokens: torch.Tensor, rows: list[int] | None, tem
 
 @attrs.define(eq=False)
 class _Entry:
-    """One stored row: per-layer keys and values ``[heads, width, dim]`` (views of the batch's cache) and its mask
-    ``[width]`` (0 at the batch's padding)."""
+    """One stored row: row ``row`` of a batch's per-layer keys and values (``[B, heads, width, dim]``) and of its
+    mask (``[B, width]``, 0 at padding), its first ``width`` columns (views are made only when the entry is used).
+    ``nbytes`` counts those columns; a batch's tensors live while any of its rows is stored."""
 
-    kv: list[tuple[torch.Tensor, torch.Tensor]]
-    mask: torch.Tensor
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+    batch_mask: torch.Tensor
+    row: int
+    width: int
     nbytes: int
     prefix_hash: int
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self.batch_mask[self.row, :self.width]
+
+    @property
+    def kv(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(k[self.row, :, :self.width], v[self.row, :, :self.width]) for k, v in self.layers]
 
     def columns(self, tokens: int) -> int:
         """The columns that hold the entry's first ``tokens`` tokens (padding columns between them included)."""
@@ -267,19 +278,50 @@ class PrefixStore:
             continues: tuple[int, ...] | None = None) -> None:
         """Store ``key``'s cache (``kv`` per layer ``[heads, width, dim]``, ``mask`` ``[width]``); ``continues``: the
         stored sequence this one extended, dropped now (a longer entry serves every prompt it served)."""
+        nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
+        self._put(key, _Entry([(k[None], v[None]) for k, v in kv], mask[None], 0, mask.shape[0], nbytes,
+                              int(self._hash(key)[-1])), continues)
+
+    def put_rows(self, prompts: list[tuple[int, ...]], tokens: torch.Tensor, lengths: list[int],
+                 layers: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor,
+                 continues: list[tuple[int, ...] | None]) -> None:
+        """Store every row of a batch: row ``i`` under ``prompts[i]`` and its first ``lengths[i] - 1`` sampled
+        ``tokens`` (the last one was never fed), its cache the first columns of ``layers`` (``[B, heads, width,
+        dim]``; the prompt's columns, then one per fed token) and of ``mask``. The keys' hashes are computed for the
+        whole batch at once (each distinct prompt's, then the tokens' terms in one array operation)."""
+        np = self._hash.np
+        steps = tokens.shape[1]
+        width = mask.shape[1] - steps + 1  # the prompt's columns
+        column_bytes = sum(2 * k.shape[1] * k.shape[3] * k.element_size() for k, _v in layers)
+        prompt_hash = {p: int(self._hash(p)[-1]) for p in dict.fromkeys(prompts)}
+        self._hash(max(prompts, key=len) + (0,) * steps)  # the position weights reach every key
+        offsets = np.asarray([len(p) for p in prompts])[:, None] + np.arange(max(steps - 1, 0))[None, :]
+        fed = np.arange(max(steps - 1, 0))[None, :] < (np.asarray(lengths) - 1)[:, None]
+        ids = tokens[:, :steps - 1].cpu().numpy().astype(np.uint64) * fed
+        with np.errstate(over="ignore"):
+            tails = (ids * self._hash.weights[offsets]).sum(1, dtype=np.uint64)
+        rows = tokens.tolist()
+        for i, (p, n) in enumerate(zip(prompts, lengths)):
+            if n < 1:
+                continue
+            w = width + n - 1
+            with np.errstate(over="ignore"):
+                prefix_hash = int(np.uint64(prompt_hash[p]) + tails[i])
+            self._put(p + tuple(rows[i][:n - 1]), _Entry(layers, mask, i, w, w * column_bytes, prefix_hash),
+                      continues[i])
+
+    def _put(self, key: tuple[int, ...], entry: _Entry, continues: tuple[int, ...] | None) -> None:
         if continues is not None and continues in self.entries:
             self._drop(continues)
-        nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
-        if nbytes > self.max_bytes or len(key) < self.min_tokens:
+        if entry.nbytes > self.max_bytes or len(key) < self.min_tokens:
             return
         if key in self.entries:
             self._drop(key)
-        while self.entries and self.nbytes + nbytes > self.max_bytes:
+        while self.entries and self.nbytes + entry.nbytes > self.max_bytes:
             self._drop(next(iter(self.entries)))
-        prefix_hash = int(self._hash(key)[-1])
-        self.entries[key] = _Entry(kv, mask, nbytes, prefix_hash)
-        self._by_length.setdefault(len(key), {})[prefix_hash] = key
-        self.nbytes += nbytes
+        self.entries[key] = entry
+        self._by_length.setdefault(len(key), {})[entry.prefix_hash] = key
+        self.nbytes += entry.nbytes
 
     def _drop(self, key: tuple[int, ...]) -> None:
         entry = self.entries.pop(key)

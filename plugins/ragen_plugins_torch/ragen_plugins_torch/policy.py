@@ -262,17 +262,16 @@ class HFPolicy:
         width = max(cols)
         probe = next(e for e in entries if e is not None)
         rows = len(distinct)
-        kv = [(k.new_zeros((rows, *k.shape[:1], width, k.shape[-1])), v.new_zeros((rows, *v.shape[:1], width,
-                                                                                    v.shape[-1])))
-              for k, v in probe.kv]
+        kv = [(k.new_zeros((rows, k.shape[1], width, k.shape[3])), v.new_zeros((rows, v.shape[1], width, v.shape[3])))
+              for k, v in probe.layers]
         cached_mask = torch.zeros((rows, width), dtype=torch.long, device=self.device)
         for j, (e, c) in enumerate(zip(entries, cols)):
             if e is None:
                 continue
-            for (k, v), (ek, ev) in zip(kv, e.kv):
-                k[j, :, width - c:] = ek[:, :c]
-                v[j, :, width - c:] = ev[:, :c]
-            cached_mask[j, width - c:] = e.mask[:c]
+            for (k, v), (ek, ev) in zip(kv, e.layers):
+                k[j, :, width - c:] = ek[e.row, :, :c]
+                v[j, :, width - c:] = ev[e.row, :, :c]
+            cached_mask[j, width - c:] = e.batch_mask[e.row, :c]
         fresh = [list(p[h[1]:]) if h else list(p) for p, h in zip(distinct, hits)]
         ids, new_mask = pad_left(fresh, self.pad_id)
         ids, mask = ids.to(self.device), torch.cat([cached_mask, new_mask.to(self.device)], 1)
@@ -295,15 +294,7 @@ class HFPolicy:
         layers = cache_layers(out.cache)
         if layers is None:
             return
-        width = out.mask.shape[1] - out.tokens.shape[1] + 1  # the prompt's columns
-        tokens = out.tokens.tolist()
-        for i, (p, n) in enumerate(zip(prompts, out.lengths)):
-            if n < 1:
-                continue
-            w = width + n - 1
-            key = p + tuple(tokens[i][:n - 1])
-            self.store.put(key, [(k[i, :, :w], v[i, :, :w]) for k, v in layers], out.mask[i, :w],
-                           continues=hits[i][0] if hits[i] else None)
+        self.store.put_rows(prompts, out.tokens, out.lengths, layers, out.mask, [h[0] if h else None for h in hits])
 
     def _prefill(self, ids: torch.Tensor, mask: torch.Tensor, root: int = 0) -> Any:
         """The key/value cache of every padded prompt but its last token (``generate`` runs that one), at the
