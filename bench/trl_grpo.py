@@ -2,6 +2,7 @@
 
 Usage: python bench/trl_grpo.py [--steps 4] [--prompts 8] [--generations 8] [--max-new-tokens 32] [--micro 16]
                                 [--threads N] [--lr 1e-6] [--json OUT] [--order ragen,trl]
+                                [--old-logprobs rollout|recompute]
 
 Needs TRL (not a ragen dependency): ``pip install trl==1.16.0``; without it the
 script says so and exits with status 1. Each side runs in its own process (``--side ragen|trl``) with the same torch
@@ -21,11 +22,15 @@ What differs, by design of each framework (all counted in its time):
 
 - ragen builds each prompt with its rollout loop (env reset, system + user message, chat template, tokenise) and
   TRL tokenises the same prompt text (a dataset column rendered by ragen's prompt builder; the ids are checked equal);
-- ragen stops on the ``</answer>`` stop string (Hugging Face's stop-string criterion), keeps the generation logits
-  and computes each token's log-prob and entropy; TRL stops on ``</answer>`` as an end token id (it is one token in
-  the tiny vocabulary), keeps no logits;
-- ragen runs a no-grad forward for the old log-probs before the update; TRL skips it when generation and
-  optimisation are aligned (``steps_per_generation == gradient_accumulation_steps``, one iteration), as here;
+- ragen stops on the ``</answer>`` stop string (scanned in each row's text) and computes each token's log-prob and
+  entropy while sampling; TRL stops on ``</answer>`` as an end token id (it is one token in the tiny vocabulary),
+  keeps no logits;
+- neither side runs a separate forward pass for PPO's old log-probs: TRL skips it when generation and optimisation
+  are aligned (``steps_per_generation == gradient_accumulation_steps``, one iteration), as here, and ragen takes the
+  sampler's log-probs (``trainer.old_logprobs: rollout``; equal to a recomputation to float round-off, see
+  tests/torch/test_old_logprobs.py); before session 17 ragen ran that extra pass here;
+- ragen samples with its native loop (the same tokens as ``generate`` from the same random state; one torch thread
+  for this model, see ``HFPolicy.generation_threads``) and keeps prefixes in its store (unused here: one turn);
 - ragen computes rollout metrics and the re-tokenisation drift check each step; TRL logs its metrics each step
   (``logging_steps=1``); TRL's learning rate is constant (``lr_scheduler_type="constant"``) like ragen's.
 
@@ -75,7 +80,10 @@ def config_data(args: argparse.Namespace, model_folder: str) -> dict[str, Any]:
                     "micro_batch_size": args.micro, "entropy_coeff": 0.0, "loss_agg": "seq-mean-token-mean",
                     "clip_low": 0.2, "clip_high": 0.28, "grad_clip": 1.0, "use_kl_loss": False,
                     "warm_start_steps": 0, "val_every": 0, "save_every": 0, "early_stop": False,
-                    "device": "cpu", "dtype": "float32", "generation_batch": args.prompts * args.generations},
+                    "device": "cpu", "dtype": "float32", "generation_batch": args.prompts * args.generations,
+                    # TRL computes no old log-probs when generation and optimisation are aligned (one iteration):
+                    # the same work on ragen's side is the sampler's log-probs as PPO's old ones
+                    "old_logprobs": args.old_logprobs},
     }
 
 
@@ -296,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=1e-6)
     parser.add_argument("--threads", type=int, default=None, help="torch threads on both sides (default: cores)")
     parser.add_argument("--order", default="ragen,trl", help="order the sides run in (default ragen,trl)")
+    parser.add_argument("--old-logprobs", choices=["rollout", "recompute"], default="rollout",
+                        help="ragen's trainer.old_logprobs (default rollout: no extra pass, like TRL here)")
     parser.add_argument("--json", default="bench/results/trl_grpo.json")
     parser.add_argument("--side", choices=["ragen", "trl"], help=argparse.SUPPRESS)
     parser.add_argument("--side-json", help=argparse.SUPPRESS)
@@ -325,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     sides: dict[str, Any] = {}
     common = ["--steps", str(args.steps), "--prompts", str(args.prompts), "--generations", str(args.generations),
               "--max-new-tokens", str(args.max_new_tokens), "--micro", str(args.micro), "--lr", str(args.lr),
-              "--threads", str(threads)]
+              "--threads", str(threads), "--old-logprobs", args.old_logprobs]
     with tempfile.TemporaryDirectory(prefix="bench-trl-grpo-") as tmp:
         for side in [s.strip() for s in args.order.split(",")]:
             side_json = Path(tmp) / f"{side}.json"
@@ -349,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                   "generations": args.generations, "batch": args.prompts * args.generations,
                   "max_new_tokens": args.max_new_tokens, "micro_batch": args.micro, "steps": args.steps,
                   "lr": args.lr, "threads": threads, "dtype": "float32", "device": "cpu",
+                  "ragen_old_logprobs": args.old_logprobs,
                   "trl": sides["trl"].get("trl")},
         "ragen": {**ragen, "per_step": sides["ragen"]["steps"], "machine": sides["ragen"]["machine"]},
         "trl": {**trl, "per_step": sides["trl"]["steps"], "machine": sides["trl"]["machine"]},
