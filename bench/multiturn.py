@@ -8,9 +8,8 @@ One rollout of ``--groups`` x ``--group-size`` Sokoban episodes (6x6, one box; t
 episode plays all ``--turns`` turns: an answer that is not a valid move costs a format penalty, not the episode) in
 the ``full`` context mode, where turn k's prompt is the whole conversation so far. Three samplers, the same seed:
 
-- ``generate``: transformers' ``generate`` with no prefix store, in torch's threads (``HFPolicy(decoder="hf",
-  prefix_cache_mb=0, generation_threads=torch.get_num_threads())``: the sampler before the native loop; every turn
-  prefills the whole conversation again);
+- ``generate``: transformers' ``generate`` with no prefix store (``HFPolicy(decoder="hf", prefix_cache_mb=0)``: the
+  sampler before the native loop; every turn prefills the whole conversation again);
 - ``native``: the native sampling loop, no store (``prefix_cache_mb=0``);
 - ``native+store``: the default (``HFPolicy()``), where turn k continues from turn k-1's cache.
 
@@ -36,10 +35,9 @@ if str(_REPO) not in sys.path:
 
 from _machine import machine  # noqa: E402  (bench/_machine.py)
 
-#: ``generation_threads=None`` is filled in with torch's thread count for ``generate`` (the sampler before ran in
-#: torch's threads; the native loop picks one thread for a model this small)
+#: the sampler before the native loop (``generate``) and the native loop without and with the store
 ARMS: dict[str, dict[str, Any]] = {
-    "generate": {"decoder": "hf", "prefix_cache_mb": 0, "generation_threads": None},
+    "generate": {"decoder": "hf", "prefix_cache_mb": 0},
     "native": {"prefix_cache_mb": 0},
     "native+store": {}}
 
@@ -59,8 +57,6 @@ def run_arm(args: argparse.Namespace, model: Any, tokenizer: Any, options: dict[
                            context_mode="full", temperature=1.0)
     episodes = make_episodes(registries.envs, [(args.env, args.groups, {})], seeds=list(range(args.groups)),
                              group_size=args.group_size, config=config, codec=ChatCodec(tokenizer))
-    if "generation_threads" in options:
-        options = {**options, "generation_threads": torch.get_num_threads()}
     policy = HFPolicy(model, tokenizer, **options)
     calls: list[dict[str, Any]] = []
     generate = policy.generate

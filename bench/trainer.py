@@ -140,11 +140,9 @@ class Recorder:
 
 
 def use_generate() -> None:
-    """Make every ``HFPolicy`` of this process the sampler before the native loop: transformers' ``generate`` in
-    torch's threads, no prefix store."""
+    """Make every ``HFPolicy`` of this process the sampler before the native loop: transformers' ``generate``, no
+    prefix store."""
     import functools
-
-    import torch
 
     from ragen_plugins_torch.policy import HFPolicy
 
@@ -152,7 +150,7 @@ def use_generate() -> None:
 
     @functools.wraps(init)
     def hf_init(policy: Any, *args: Any, **kwargs: Any) -> None:
-        kwargs.update(decoder="hf", prefix_cache_mb=0, generation_threads=torch.get_num_threads())
+        kwargs.update(decoder="hf", prefix_cache_mb=0)
         init(policy, *args, **kwargs)
 
     HFPolicy.__init__ = hf_init  # type: ignore[method-assign]

@@ -29,8 +29,9 @@ What differs, by design of each framework (all counted in its time):
   are aligned (``steps_per_generation == gradient_accumulation_steps``, one iteration), as here, and ragen takes the
   sampler's log-probs (``trainer.old_logprobs: rollout``; equal to a recomputation to float round-off, see
   tests/torch/test_old_logprobs.py); before session 17 ragen ran that extra pass here;
-- ragen samples with its native loop (the same tokens as ``generate`` from the same random state; one torch thread
-  for this model, see ``HFPolicy.generation_threads``) and keeps prefixes in its store (unused here: one turn);
+- ragen samples with its native loop (the same tokens as ``generate`` from the same random state, the exponential
+  noise of the next step drawn in a second thread while the model runs) and keeps prefixes in its store (unused
+  here: one turn);
 - ragen computes rollout metrics and the re-tokenisation drift check each step; TRL logs its metrics each step
   (``logging_steps=1``); TRL's learning rate is constant (``lr_scheduler_type="constant"``) like ragen's.
 

@@ -52,14 +52,15 @@ def test_native_loop_samples_what_generate_samples(tiny, texts, group, system, t
     reqs = [GenerationRequest(prompt_ids=tuple(codec.prompt([*head, {"role": "user", "content": t}])),
                               max_new_tokens=max_new, temperature=temperature, top_p=top_p, top_k=top_k, stop=stop)
             for t in texts for _ in range(group)]
-    results = []
+    results, after = [], []
     for decoder in ("hf", "native"):
         policy = HFPolicy(model, tokenizer, decoder=decoder, prefix_cache_mb=0)
         torch.manual_seed(seed)
         results.append(policy.generate(reqs))
-        after = torch.rand(1)  # both consumed the generator alike, unless the loop ended at another step
+        after.append(torch.rand(1))
     assert results[0] == results[1]
-    assert after is not None
+    if stop in ((), ("</answer>",)):  # one token each: both loops end at the same step, so the generator's state
+        assert after[0] == after[1]  # after the call is the same (the noise drawn ahead never overshoots)
 
 
 @settings(max_examples=300, deadline=None)

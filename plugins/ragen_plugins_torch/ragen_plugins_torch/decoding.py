@@ -95,41 +95,46 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
     ``mask`` (``[B, cached + last's width]``, 0 at padding). Positions are the mask's running count, as in
     ``generate``. Log-probs and entropies are those of the raw logits at ``temperature`` (the distribution before
     top-k and top-p), taken at each step for the rows still inside their response, so no step's logits outlive it
-    (``generate`` keeps all of them: ``[B, V]`` per step)."""
+    (``generate`` keeps all of them: ``[B, V]`` per step).
+
+    Sampling is ``torch.multinomial``'s own method for one sample: ``argmax(p / q)`` with ``q`` drawn by
+    ``exponential_`` over the whole ``[B, V]`` batch (the same tokens from the same generator state, tested). That
+    draw is serial, one number at a time, and the largest single cost of a step for a small model, so
+    :class:`_Noise` makes the next step's ``q`` in a second thread while the model runs the next forward pass
+    (nothing else draws from the generator meanwhile; it is drawn only once the loop knows that step will run)."""
     rows = last.shape[0]
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)[:, -last.shape[1]:]
     feed, finished = last, torch.zeros(rows, dtype=torch.bool, device=last.device)
     alive, lengths = list(range(rows)), [0] * rows
     tokens: list[torch.Tensor] = []
     scored: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]] = []
-    for t in range(max_new_tokens):
-        out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                    use_cache=True, logits_to_keep=1)
-        cache = out.past_key_values
-        step = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
-        scores = step
-        for warp in warpers:
-            scores = warp(None, scores)
-        if greedy:
-            nxt = torch.argmax(scores, dim=-1)
-        else:
-            nxt = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
-        if len(alive) < rows:
-            nxt = nxt.masked_fill(finished, pad_id)
-        tokens.append(nxt)
-        scored.append(_score(step, nxt, None if len(alive) == rows else alive, temperature))
-        ids = nxt.tolist()
-        ended = [i for i in alive if scan.ends(i, ids[i])]
-        for i in ended:
-            lengths[i] = t + 1
-            finished[i] = True
-        if ended:
-            alive = [i for i in alive if not finished[i]]
-        if not alive or t + 1 == max_new_tokens:
-            break
-        feed = nxt[:, None]
-        positions = positions[:, -1:] + 1
-        mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
+    with _Noise(None if greedy else rows) as noise:
+        for t in range(max_new_tokens):
+            out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                        use_cache=True, logits_to_keep=1)
+            cache = out.past_key_values
+            step = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
+            scores = step
+            for warp in warpers:
+                scores = warp(None, scores)
+            nxt = torch.argmax(scores, dim=-1) if greedy else noise.sample(torch.softmax(scores, dim=-1))
+            if len(alive) < rows:
+                nxt = nxt.masked_fill(finished, pad_id)
+            tokens.append(nxt)
+            scored.append(_score(step, nxt, None if len(alive) == rows else alive, temperature))
+            ids = nxt.tolist()
+            ended = [i for i in alive if scan.ends(i, ids[i])]
+            for i in ended:
+                lengths[i] = t + 1
+                finished[i] = True
+            if ended:
+                alive = [i for i in alive if not finished[i]]
+            if not alive or t + 1 == max_new_tokens:
+                break
+            noise.prepare(step)  # the next step's draw, made while its forward pass runs
+            feed = nxt[:, None]
+            positions = positions[:, -1:] + 1
+            mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
     for i in alive:
         lengths[i] = len(tokens)
     logp = torch.zeros((rows, len(tokens)), dtype=torch.float32, device=last.device)
@@ -141,6 +146,38 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
             logp[idx, t], ent[idx, t] = chosen, h
     return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), logp, ent, lengths, cache,
                         mask)
+
+
+class _Noise:
+    """``torch.multinomial(p, 1)`` for a ``[B, V]`` float32 ``p`` as ``argmax(p / q)``, ``q = empty_like(p)
+    .exponential_(1)`` (what ATen does for one sample, so the same tokens and the same generator state), with ``q``
+    for the next step drawn in a worker thread (:meth:`prepare`) while the caller runs the model. ``rows=None``
+    (greedy): nothing is drawn."""
+
+    def __init__(self, rows: int | None) -> None:
+        self.rows, self.pool, self.next = rows, None, None
+
+    def __enter__(self) -> _Noise:
+        if self.rows is not None:
+            import concurrent.futures
+
+            self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragen-sampling-noise")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+    def prepare(self, like: torch.Tensor) -> None:
+        if self.pool is not None:
+            self.next = self.pool.submit(lambda: torch.empty_like(like).exponential_(1))
+
+    def sample(self, probs: torch.Tensor) -> torch.Tensor:
+        if not bool((probs.max() < float("inf")) & (probs.min() >= 0)):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        q = self.next.result() if self.next is not None else torch.empty_like(probs).exponential_(1)
+        self.next = None
+        return torch.argmax(probs / q, dim=-1)
 
 
 def _score(step: torch.Tensor, tokens: torch.Tensor, rows: list[int] | None, temperature: float

@@ -92,9 +92,9 @@ class HFPolicy:
     :param decoder: ``"native"``, the sampling loop of :mod:`~ragen_plugins_torch.decoding` (the same tokens as
         transformers' ``generate`` from the same random state, with less work per token), or ``"hf"``: transformers'
         ``generate`` itself (no prefix store), kept as the reference the native loop is tested against.
-    :param generation_threads: torch intra-op threads while sampling on a CPU; None: one thread for a model under
-        :attr:`SMALL_MODEL` parameters (its per-token ops are too small to split: two threads wait for each other
-        more than they compute; measured in bench/README.md), torch's setting otherwise.
+    :param generation_threads: torch intra-op threads while sampling on a CPU; None: torch's setting. (On an idle
+        2-core machine two threads sample the tiny model faster than one; on a busy one, one thread does: see
+        bench/README.md.)
     """
 
     #: torch intra-op threads for the log-prob/entropy pass over the logits ``generate`` returns, on a CPU (None:
@@ -102,8 +102,6 @@ class HFPolicy:
     #: threads gain little on it, and on a busy machine every op waits for the slowest thread to be scheduled
     #: (measured on 2 cores at load average 5, logits of 64 rows x 24 steps x 3,072: 17 ms with 1 thread, 40 ms with 2).
     postprocess_threads: int | None = 1
-    #: below this many parameters a CPU samples in one thread (``generation_threads=None``)
-    SMALL_MODEL = 10_000_000
 
     def __init__(self, model: Any, tokenizer: Any, *, device: str = "cpu", generation_batch: int = 64,
                  share_prompts: bool = True, prefix_cache_mb: float = 512, decoder: str = "native",
@@ -122,10 +120,7 @@ class HFPolicy:
         attention = getattr(getattr(model, "config", None), "_attn_implementation", None)
         self.store = PrefixStore(int(prefix_cache_mb * 2**20)) if prefix_cache_mb > 0 and decoder == "native" \
             and attention in ("sdpa", "eager") else None
-        cpu = str(device).startswith("cpu")
-        if generation_threads is None and cpu and model is not None:
-            generation_threads = 1 if sum(p.numel() for p in model.parameters()) < self.SMALL_MODEL else None
-        self.generation_threads = generation_threads if cpu else None
+        self.generation_threads = generation_threads if str(device).startswith("cpu") else None
 
     # ------------------------------------------------------------------------------------------- sampling
     @torch.no_grad()
