@@ -155,7 +155,9 @@ class _Noise:
     (greedy): nothing is drawn."""
 
     def __init__(self, rows: int | None) -> None:
-        self.rows, self.pool, self.next = rows, None, None
+        self.rows = rows
+        self.pool: Any = None
+        self.next: Any = None
 
     def __enter__(self) -> _Noise:
         if self.rows is not None:
