@@ -30,12 +30,17 @@ def fixture_server(corpus: Path = CORPUS, **options: object) -> Iterator[Retriev
         yield server
 
 
+#: the sockets behind :func:`dead_url`, held open until the process ends
+_DEAD: list[socket.socket] = []
+
+
 def dead_url() -> str:
-    """The URL of a port on 127.0.0.1 where nothing listens (bound, then closed)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    """The URL of a port on 127.0.0.1 where nothing listens: bound and never listened on, so it refuses connections,
+    and held for the whole session, so that no server another test (another xdist worker) starts can take it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    _DEAD.append(sock)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 class _SlowHandler(BaseHTTPRequestHandler):

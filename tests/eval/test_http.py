@@ -199,15 +199,13 @@ def test_a_real_interruption_resumes(server: ModelServer, tmp_path: Path) -> Non
     assert sorted({r["seed"] for r in records}) == list(range(123, 129))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_connection_refused_is_one_clear_error(tmp_path: Path) -> None:
-    res = ragen("eval", "-m", f"http://127.0.0.1:{free_port()}/v1", "--env", "bandit", "-o", "retries=0",
-                "--run-dir", str(tmp_path / "e"))
+    # a port bound and never listened on refuses connections, and stays ours: a port found free and released could be
+    # taken by a server another test (another xdist worker) starts meanwhile
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        res = ragen("eval", "-m", f"http://127.0.0.1:{closed.getsockname()[1]}/v1", "--env", "bandit", "-o",
+                    "retries=0", "--run-dir", str(tmp_path / "e"))
     assert res.exit_code == 1
     assert "does not answer: connection refused" in res.output and "ragen serve" in res.output
     assert "Traceback" not in res.output and not (tmp_path / "e").exists()

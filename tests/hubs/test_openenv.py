@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -184,13 +185,14 @@ def test_an_env_that_raises_on_the_server_fails_that_episode_only(lake: str) -> 
 
 
 def test_an_unreachable_server_fails_fast() -> None:
-    sock = listen("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there now
-    start = time.monotonic()
-    with pytest.raises(EnvError, match="unreachable"):
-        RemoteEnv(url=f"http://127.0.0.1:{port}").reset(seed=0)
-    assert time.monotonic() - start < 5
+    # bound and never listened on: the port refuses connections, and no server another test (another xdist worker)
+    # starts meanwhile can take it, as it could take a port found free and released
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        start = time.monotonic()
+        with pytest.raises(EnvError, match="unreachable"):
+            RemoteEnv(url=f"http://127.0.0.1:{sock.getsockname()[1]}").reset(seed=0)
+        assert time.monotonic() - start < 5
 
 
 # ------------------------------------------------------------------------------------------------ openenv
