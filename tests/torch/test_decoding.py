@@ -225,3 +225,17 @@ def test_the_hf_decoder_and_a_zero_budget_have_no_store(tiny):
     assert HFPolicy(model, tokenizer).store is not None
     with pytest.raises(ValueError, match="decoder"):
         HFPolicy(model, tokenizer, decoder="vllm")
+
+
+def test_the_store_empties_when_a_parameter_is_replaced(tiny):
+    """``load_state_dict(..., assign=True)`` swaps the parameter tensors (their version counters start again)."""
+    model, tokenizer = tiny
+    store = PrefixStore(max_bytes=10**6, min_tokens=1)
+    store.check_model(model)
+    store.put((1, 2, 3), kv(3), torch.ones(3, dtype=torch.long))
+    store.check_model(model)
+    assert len(store) == 1  # nothing changed
+    snapshot = {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(snapshot, assign=True)
+    store.check_model(model)
+    assert len(store) == 0

@@ -266,7 +266,7 @@ class PrefixStore:
         self._by_length: dict[int, dict[int, tuple[int, ...]]] = {}
         self._hash = _PrefixHash()
         self.nbytes = 0
-        self._version: tuple[int, int] | None = None
+        self._version: tuple[int, int, int] | None = None
         self.hits = self.misses = 0
         self.reused_tokens = 0
 
@@ -279,9 +279,10 @@ class PrefixStore:
         self.nbytes = 0
 
     def check_model(self, model: Any) -> None:
-        """Empty the store when ``model``'s weights may have changed since the last call (another model, or any
-        parameter's in-place version counter moved)."""
-        version = (id(model), sum(p._version for p in model.parameters()))
+        """Empty the store when ``model``'s weights may have changed since the last call (another model, a parameter
+        replaced by another tensor, or any parameter's in-place version counter moved)."""
+        params = list(model.parameters())
+        version = (id(model), sum(p._version for p in params), hash(tuple(id(p) for p in params)))
         if version != self._version:
             self.clear()
             self._version = version
