@@ -12,7 +12,7 @@ each step does exactly what ``TorchTrainer._rollout`` does: ``make_episodes`` + 
 - the model: the sampling loop (``ragen_plugins_torch.decoding.decode``, or Hugging Face's ``model.generate`` with
   ``--decoder hf``: forward passes, sampling, the stop check) plus the prefills the policy runs before it (a group's
   shared prompt, the batch's common prefix, the new tokens after a prefix from the store), and inside it the time in
-  the model's forward passes (forward hooks);
+  the model's forward passes (forward hooks, and the native loop's in-place steps);
 - the policy wrapper: ``HFPolicy.generate`` minus the model (left padding, the store's lookups and bookkeeping,
   log-probs and entropies from the sampled logits);
 - env: ``make_episodes`` (env construction) and every ``reset`` / ``step`` / ``state_key`` call;
@@ -91,9 +91,11 @@ def instrument_model(model: Any, timers: Timers) -> None:
     """Time the sampling loop (the native loop, ``ragen_plugins_torch.decoding.decode``, or transformers'
     ``model.generate`` for ``--decoder hf``) and every forward pass: those inside the loop, and the prefills the
     policy runs before it (a group's shared prompt, the batch's common prefix, a prompt's new tokens after the
-    store's cached prefix). Model time = the loop + the prefills (instance-level wrappers and hooks; the module
-    attribute for the native loop, which the policy looks up at each call)."""
-    from ragen_plugins_torch import decoding
+    store's cached prefix). A step of the native loop's in-place path (``ragen_plugins_torch.decode_step``) counts as
+    a forward pass: it runs the model's modules without its ``forward``. Model time = the loop + the prefills
+    (instance-level wrappers and hooks; the module attribute for the native loop, which the policy looks up at each
+    call, and the in-place step's class attribute)."""
+    from ragen_plugins_torch import decode_step, decoding
 
     state = {"t": 0.0, "in_loop": False}
 
@@ -118,8 +120,19 @@ def instrument_model(model: Any, timers: Timers) -> None:
         if not state["in_loop"]:
             timers.add("model.prefill", dt)
 
+    def timed_step(fn: Any) -> Any:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            pre(None, None)
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                post(None, None, None)
+
+        return run
+
     model.generate = timed(model.generate)
     decoding.decode = timed(decoding.decode)
+    decode_step.DecodeStep.step = timed_step(decode_step.DecodeStep.step)  # type: ignore[method-assign]
     model.register_forward_pre_hook(pre)
     model.register_forward_hook(post)
 

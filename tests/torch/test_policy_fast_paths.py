@@ -204,7 +204,7 @@ def test_generate_equals_the_previous_implementation(tiny, stop, temperature, to
     policy = HFPolicy(model, tokenizer, share_prompts=False, decoder=decoder, prefix_cache_mb=0)
     for seed in (0, 1):
         torch.manual_seed(seed)
-        with _num_threads(policy.generation_threads):
+        with _num_threads(policy._loop_threads(temperature)):
             want = generate_reference(policy, reqs, stop_in_generate=decoder == "hf")
         torch.manual_seed(seed)
         got = policy.generate(reqs)

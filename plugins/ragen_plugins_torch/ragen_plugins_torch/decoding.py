@@ -89,7 +89,8 @@ class DecodeOutput:
 
 
 def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, max_new_tokens: int, greedy: bool,
-           warpers: list[Any], scan: StopScan, pad_id: int, temperature: float = 1.0) -> DecodeOutput:
+           warpers: list[Any], scan: StopScan, pad_id: int, temperature: float = 1.0, in_place: bool = True
+           ) -> DecodeOutput:
     """Sample up to ``max_new_tokens`` tokens per row, starting from ``last`` (``[B, 1]``: each prompt's last token)
     with ``cache`` holding the rest of the prompt (None: ``last`` is the whole prompt, ``[B, L]``) under the attention
     ``mask`` (``[B, cached + last's width]``, 0 at padding). Positions are the mask's running count, as in
@@ -101,19 +102,21 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
     ``exponential_`` over the whole ``[B, V]`` batch (the same tokens from the same generator state, tested). That
     draw is serial, one number at a time, and the largest single cost of a step for a small model, so
     :class:`_Noise` makes the next step's ``q`` in a second thread while the model runs the next forward pass
-    (nothing else draws from the generator meanwhile; it is drawn only once the loop knows that step will run)."""
+    (nothing else draws from the generator meanwhile; it is drawn only once the loop knows that step will run).
+
+    The first step runs through the model's forward; with ``in_place`` the later ones run through
+    :class:`~ragen_plugins_torch.decode_step.DecodeStep` where the model allows it (the same logits, keys and values
+    written in place into buffers sized for the call; see that module), otherwise through the forward."""
     rows = last.shape[0]
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)[:, -last.shape[1]:]
     feed, finished = last, torch.zeros(rows, dtype=torch.bool, device=last.device)
     alive, lengths = list(range(rows)), [0] * rows
     tokens: list[torch.Tensor] = []
     scored: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]] = []
+    runner: _Forward | _InPlace = _Forward(model, mask, cache)
     with _Noise(None if greedy else rows) as noise:
         for t in range(max_new_tokens):
-            out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                        use_cache=True, logits_to_keep=1)
-            cache = out.past_key_values
-            step = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
+            step = runner.step(feed, positions)[:, -1, :].to(dtype=torch.float32, copy=True)
             scores = step
             for warp in warpers:
                 scores = warp(None, scores)
@@ -134,7 +137,7 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
             noise.prepare(step)  # the next step's draw, made while its forward pass runs
             feed = nxt[:, None]
             positions = positions[:, -1:] + 1
-            mask = torch.cat([mask, mask.new_ones((rows, 1))], dim=1)
+            runner = runner.grow(max_new_tokens - t - 1, in_place)
     for i in alive:
         lengths[i] = len(tokens)
     logp = torch.zeros((rows, len(tokens)), dtype=torch.float32, device=last.device)
@@ -144,8 +147,80 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
             logp[:, t], ent[:, t] = chosen, h
         else:
             logp[idx, t], ent[idx, t] = chosen, h
-    return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), logp, ent, lengths, cache,
-                        mask)
+    return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), logp, ent, lengths,
+                        runner.cache, runner.mask)
+
+
+class _Forward:
+    """Steps through the model's own forward, the cache grown by concatenation and the mask by a column per step (as
+    in ``generate``)."""
+
+    def __init__(self, model: Any, mask: torch.Tensor, cache: Any) -> None:
+        self.model, self.mask, self.cache = model, mask, cache
+        self.tried = False
+
+    def step(self, feed: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        out = self.model(input_ids=feed, attention_mask=self.mask, position_ids=positions,
+                         past_key_values=self.cache, use_cache=True, logits_to_keep=1)
+        self.cache = out.past_key_values
+        return out.logits
+
+    def grow(self, steps_left: int, in_place: bool) -> _Forward | _InPlace:
+        """Ready for the next step: a column more of mask, or, when ``in_place`` and the model allows it, an
+        :class:`_InPlace` runner over buffers for the ``steps_left`` steps still to come."""
+        self.mask = torch.cat([self.mask, self.mask.new_ones((self.mask.shape[0], 1))], dim=1)
+        if not in_place or steps_left < 1 or self.tried:
+            return self
+        self.tried = True  # one try per call: a model the step does not fit is not re-examined every token
+        from .decode_step import DecodeStep, step_support, verified
+        from .forward import cache_layers
+
+        layers = cache_layers(self.cache)
+        if layers is None or verified(self.model) is False or step_support(self.model) is not None:
+            return self
+        cached = layers[0][0].shape[2]
+        stepper = DecodeStep(self.model, layers, self.mask[:, :cached], cached + steps_left)
+        return _InPlace(self.model, stepper, check=verified(self.model) is None)
+
+
+class _InPlace:
+    """Steps through :class:`~ragen_plugins_torch.decode_step.DecodeStep` (keys and values written in place). With
+    ``check``, the first step also runs through the model's own forward: the step is kept only if both logits are
+    bit-identical; otherwise this call, and every later one for the model, goes on through the forward."""
+
+    def __init__(self, model: Any, stepper: Any, check: bool) -> None:
+        self.model, self.stepper, self.check = model, stepper, check
+        self.fallback: _Forward | None = None
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return self.fallback.mask if self.fallback is not None else self.stepper.mask
+
+    @property
+    def cache(self) -> Any:
+        return self.fallback.cache if self.fallback is not None else self.stepper.cache()
+
+    def step(self, feed: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        if self.fallback is not None:
+            return self.fallback.step(feed, positions)
+        before = self.stepper.cache() if self.check else None
+        logits = self.stepper.step(feed, positions)
+        if self.check:
+            from .decode_step import record
+
+            self.check = False
+            reference = _Forward(self.model, self.stepper.mask, before)
+            expected = reference.step(feed, positions)
+            record(self.model, torch.equal(expected, logits))
+            if not torch.equal(expected, logits):
+                self.fallback = reference
+                return expected
+        return logits
+
+    def grow(self, steps_left: int, in_place: bool) -> _Forward | _InPlace:
+        if self.fallback is not None:
+            return self.fallback.grow(steps_left, False)
+        return self
 
 
 class _Noise:

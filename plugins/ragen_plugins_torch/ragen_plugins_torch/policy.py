@@ -92,10 +92,18 @@ class HFPolicy:
     :param decoder: ``"native"``, the sampling loop of :mod:`~ragen_plugins_torch.decoding` (the same tokens as
         transformers' ``generate`` from the same random state, with less work per token), or ``"hf"``: transformers'
         ``generate`` itself (no prefix store), kept as the reference the native loop is tested against.
-    :param generation_threads: torch intra-op threads while sampling on a CPU; None: torch's setting. (On an idle
-        2-core machine two threads sample the tiny model faster than one; on a busy one, one thread does: see
-        bench/README.md.)
+    :param generation_threads: torch intra-op threads while sampling on a CPU. None: torch's setting, except
+        that a model under :attr:`small_model` parameters sampling at a temperature above 0 runs its loop in one
+        thread fewer (at least one), leaving a core to the worker thread that draws the next step's sampling noise
+        (:func:`~ragen_plugins_torch.decoding.decode`). Measured on an idle 2-core machine (bench/README.md,
+        session 18): the tiny model, 64 rows, 32 tokens, 0.36 s in one thread against 0.48 s in two; greedy (no
+        noise) 0.30 s against 0.25 s; a random SmolLM2-135M-shaped model, 32 rows, 12 tokens: 7.8 s in one thread,
+        6.5 s in two (its forward is the work, not the noise).
     """
+
+    #: see ``generation_threads``: below this many parameters a sampling step's ops are too small to split, and the
+    #: noise worker's core is worth more than a second intra-op thread
+    small_model = 10_000_000
 
     #: torch intra-op threads for the log-prob/entropy pass over the logits ``generate`` returns, on a CPU (None:
     #: torch's setting). That pass is a few memory-bound ops per generated position over ``[batch, vocab]``; more
@@ -120,7 +128,9 @@ class HFPolicy:
         attention = getattr(getattr(model, "config", None), "_attn_implementation", None)
         self.store = PrefixStore(int(prefix_cache_mb * 2**20)) if prefix_cache_mb > 0 and decoder == "native" \
             and attention in ("sdpa", "eager") else None
-        self.generation_threads = generation_threads if str(device).startswith("cpu") else None
+        self.generation_threads = generation_threads
+        self._cpu = str(device).startswith("cpu")
+        self._small: bool | None = None  # whether the model is under ``small_model`` parameters (counted once)
 
     # ------------------------------------------------------------------------------------------- sampling
     @torch.no_grad()
@@ -132,13 +142,26 @@ class HFPolicy:
             keyed.setdefault((r.max_new_tokens, r.temperature, r.top_p, r.top_k, r.stop), []).append(i)
         if self.store is not None:
             self.store.check_model(self.model)
-        with _num_threads(self.generation_threads):
-            for idx in keyed.values():
+        for key, idx in keyed.items():
+            with _num_threads(self._loop_threads(key[1])):
                 for start in range(0, len(idx), self.generation_batch):
                     chunk = idx[start:start + self.generation_batch]
                     for i, res in zip(chunk, self._generate([requests[i] for i in chunk])):
                         out[i] = res
         return [r for r in out if r is not None]
+
+    def _loop_threads(self, temperature: float) -> int | None:
+        """The intra-op threads for sampling at ``temperature`` (None: leave torch's setting; see
+        ``generation_threads``)."""
+        if not self._cpu:
+            return None
+        if self.generation_threads is not None:
+            return self.generation_threads
+        if temperature <= 0 or self.decoder != "native":
+            return None
+        if self._small is None:
+            self._small = sum(p.numel() for p in self.model.parameters()) < self.small_model
+        return max(1, torch.get_num_threads() - 1) if self._small else None
 
     def _generate(self, reqs: list[GenerationRequest]) -> list[GenerationResult]:
         was_training = self.model.training
