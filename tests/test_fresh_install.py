@@ -42,9 +42,11 @@ pytestmark = pytest.mark.slow
 
 def _run(cmd: list[str], *, cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
          ) -> subprocess.CompletedProcess[str]:
-    # these venvs lack the extras on purpose: CI's "fail instead of skip" switches (RAGEN_REQUIRE_*, CI) stay out
+    # these venvs lack the extras on purpose: CI's "fail instead of skip" switches (RAGEN_REQUIRE_*, CI) stay out;
+    # so do this run's pytest settings (PYTEST_ADDOPTS, an xdist worker's PYTEST_XDIST_*): the pytest runs here are
+    # plain ones whose output the tests read
     clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("RAGEN_", "PYTHON", "VIRTUAL_ENV")) and k != "CI"}
+             if not k.startswith(("RAGEN_", "PYTHON", "VIRTUAL_ENV", "PYTEST_")) and k != "CI"}
     res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env={**clean, **(env or {})})
     assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     return res
