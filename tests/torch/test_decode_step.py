@@ -18,7 +18,7 @@ from ragen_core.starpo.rollout import GenerationRequest  # noqa: E402
 from ragen_plugins_torch import decode_step, models  # noqa: E402
 from ragen_plugins_torch.decode_step import DecodeStep, step_support, verified  # noqa: E402
 from ragen_plugins_torch.forward import cache_layers  # noqa: E402
-from ragen_plugins_torch.policy import HFPolicy, _num_threads  # noqa: E402
+from ragen_plugins_torch.policy import HFPolicy  # noqa: E402
 
 FUNCTION_FIXTURE = [HealthCheck.function_scoped_fixture]
 
@@ -90,6 +90,14 @@ def test_support_covers_the_family_and_refuses_the_rest(tiny, llamas):
     assert "sliding" in step_support(sliding)
 
 
+def _pair(model: Any, tokenizer: Any) -> tuple[HFPolicy, HFPolicy]:
+    """The native sampler and transformers' ``generate``, each a whole call in torch's thread count (the same
+    reductions, so the same log-probs bit for bit)."""
+    threads = torch.get_num_threads()
+    return (HFPolicy(model, tokenizer, prefix_cache_mb=0, generation_threads=threads),
+            HFPolicy(model, tokenizer, decoder="hf", generation_threads=threads))
+
+
 def _requests(tokenizer: Any, temperature: float) -> list[GenerationRequest]:
     codec = ChatCodec(tokenizer)
     texts = ["State: #P_# go", "Turn 2:\nState:\n#__P#\nYou have 3 actions left.", "x"]
@@ -100,18 +108,17 @@ def _requests(tokenizer: Any, temperature: float) -> list[GenerationRequest]:
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
 def test_the_sampler_checks_the_step_once_then_uses_it(tiny, temperature):
     """A fresh model's first sampling call runs the check (the step then equals the forward: verified), and every
-    call samples what transformers' ``generate`` samples from the same random state (in the same thread count)."""
+    call samples what transformers' ``generate`` samples from the same random state."""
     model, tokenizer = models.load_model_and_tokenizer(str(models.build_tiny_model(hidden=32, intermediate=64)))
     reqs = _requests(tokenizer, temperature)
     assert verified(model) is None
-    native, reference = HFPolicy(model, tokenizer, prefix_cache_mb=0), HFPolicy(model, tokenizer, decoder="hf")
+    native, reference = _pair(model, tokenizer)
     for seed in (0, 1):
         torch.manual_seed(seed)
         got = native.generate(reqs)
         assert verified(model) is True
         torch.manual_seed(seed)
-        with _num_threads(native._loop_threads(temperature)):  # the same thread count: the same reductions
-            assert got == reference.generate(reqs)
+        assert got == reference.generate(reqs)
 
 
 def test_a_step_that_disagrees_with_the_forward_is_dropped(tiny, monkeypatch):
@@ -127,14 +134,13 @@ def test_a_step_that_disagrees_with_the_forward_is_dropped(tiny, monkeypatch):
         return real_step(self, ids, positions) + 1e-3
 
     monkeypatch.setattr(DecodeStep, "step", off_by_a_little)
-    native, reference = HFPolicy(model, tokenizer, prefix_cache_mb=0), HFPolicy(model, tokenizer, decoder="hf")
+    native, reference = _pair(model, tokenizer)
     for seed in (0, 1):
         torch.manual_seed(seed)
         got = native.generate(reqs)
         assert verified(model) is False
         torch.manual_seed(seed)
-        with _num_threads(native._loop_threads(1.0)):
-            assert got == reference.generate(reqs)
+        assert got == reference.generate(reqs)
     assert len(calls) == 1  # only the checked step: the second call never builds a stepper
     assert decode_step._VERIFIED[model] is False
 
@@ -152,13 +158,12 @@ def test_a_lora_model_samples_through_the_step(dtype):
             torch.nn.init.normal_(p, std=0.2)
     assert step_support(model) is None
     reqs = _requests(tokenizer, 1.0)
-    native, reference = HFPolicy(model, tokenizer, prefix_cache_mb=0), HFPolicy(model, tokenizer, decoder="hf")
+    native, reference = _pair(model, tokenizer)
     torch.manual_seed(0)
     got = native.generate(reqs)
     assert verified(model) is True
     torch.manual_seed(0)
-    with _num_threads(native._loop_threads(1.0)):
-        assert got == reference.generate(reqs)
+    assert got == reference.generate(reqs)
 
 
 def test_a_model_outside_the_family_samples_through_its_forward(tiny):
@@ -171,10 +176,48 @@ def test_a_model_outside_the_family_samples_through_its_forward(tiny):
                                                          "attn_implementation": "eager"})).eval()
     assert "eager" in step_support(model)
     reqs = _requests(tokenizer, 1.0)
-    native, reference = HFPolicy(model, tokenizer, prefix_cache_mb=0), HFPolicy(model, tokenizer, decoder="hf")
+    native, reference = _pair(model, tokenizer)
     torch.manual_seed(0)
     got = native.generate(reqs)
     assert verified(model) is None
     torch.manual_seed(0)
-    with _num_threads(native._loop_threads(1.0)):
-        assert got == reference.generate(reqs)
+    assert got == reference.generate(reqs)
+
+
+def test_the_later_steps_of_a_small_model_leave_the_noise_worker_a_core(tiny, monkeypatch):
+    """With torch at two threads, a small model sampling at a temperature runs its steps after the first in one
+    thread (the noise worker has the other core) and every other op in two; the thread count is restored after the
+    call; greedy sampling, an explicit ``generation_threads``, the ``hf`` decoder and a model over the size limit
+    keep torch's setting. The samples are the same tokens as a call in two threads throughout, log-probs to
+    round-off (the reductions may split differently)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from ragen_plugins_torch.policy import _num_threads
+
+    model, tokenizer = tiny
+    seen: list[int] = []
+    real_step = DecodeStep.step
+
+    def counting(self: DecodeStep, ids: Any, positions: Any) -> Any:
+        seen.append(torch.get_num_threads())
+        return real_step(self, ids, positions)
+
+    monkeypatch.setattr(DecodeStep, "step", counting)
+    big = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                       num_key_value_heads=1, vocab_size=HFPolicy.small_model // 64))
+    with _num_threads(2):
+        policy = HFPolicy(model, tokenizer, prefix_cache_mb=0)
+        assert policy.step_threads(1.0) == 1 and policy.step_threads(0.0) is None
+        assert HFPolicy(model, tokenizer, generation_threads=2).step_threads(1.0) is None
+        assert HFPolicy(model, tokenizer, decoder="hf").step_threads(1.0) is None
+        assert HFPolicy(big, tokenizer).step_threads(1.0) is None
+        reqs = _requests(tokenizer, 1.0)
+        torch.manual_seed(0)
+        got = policy.generate(reqs)
+        assert torch.get_num_threads() == 2 and seen and set(seen) == {1}
+        torch.manual_seed(0)
+        want = HFPolicy(model, tokenizer, prefix_cache_mb=0, generation_threads=2).generate(reqs)
+        assert set(seen[len(seen) // 2:]) == {2}
+    assert [r.token_ids for r in got] == [r.token_ids for r in want]
+    for a, b in zip(got, want):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)

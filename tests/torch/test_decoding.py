@@ -19,7 +19,7 @@ from ragen_core.starpo.chat import ChatCodec  # noqa: E402
 from ragen_core.starpo.rollout import GenerationRequest, make_episodes, run_lockstep  # noqa: E402
 from ragen_plugins_torch import models  # noqa: E402
 from ragen_plugins_torch.decoding import PrefixStore, StopScan, _common_prefix  # noqa: E402
-from ragen_plugins_torch.policy import HFPolicy, _length_reference, _num_threads  # noqa: E402
+from ragen_plugins_torch.policy import HFPolicy, _length_reference  # noqa: E402
 from tests.needs import needs_plugin  # noqa: E402
 
 FUNCTION_FIXTURE = [HealthCheck.function_scoped_fixture]
@@ -53,12 +53,11 @@ def test_native_loop_samples_what_generate_samples(tiny, texts, group, system, t
                               max_new_tokens=max_new, temperature=temperature, top_p=top_p, top_k=top_k, stop=stop)
             for t in texts for _ in range(group)]
     results, after = [], []
-    threads = HFPolicy(model, tokenizer, prefix_cache_mb=0)._loop_threads(temperature)
-    for decoder in ("hf", "native"):
-        policy = HFPolicy(model, tokenizer, decoder=decoder, prefix_cache_mb=0)
+    for decoder in ("hf", "native"):  # one thread count for every op of both: the same reductions
+        policy = HFPolicy(model, tokenizer, decoder=decoder, prefix_cache_mb=0,
+                          generation_threads=torch.get_num_threads())
         torch.manual_seed(seed)
-        with _num_threads(threads):  # the native loop's thread count for both: the same reductions
-            results.append(policy.generate(reqs))
+        results.append(policy.generate(reqs))
         after.append(torch.rand(1))
     assert results[0] == results[1]
     if stop in ((), ("</answer>",)):  # one token each: both loops end at the same step, so the generator's state

@@ -201,10 +201,11 @@ def test_generate_equals_the_previous_implementation(tiny, stop, temperature, to
     reqs = [GenerationRequest(prompt_ids=tuple(codec.prompt([{"role": "user", "content": t}])), max_new_tokens=12,
                               temperature=temperature, top_k=top_k, stop=stop) for t in texts * 2]
     # the prompt-sharing prefill: the next test
-    policy = HFPolicy(model, tokenizer, share_prompts=False, decoder=decoder, prefix_cache_mb=0)
+    policy = HFPolicy(model, tokenizer, share_prompts=False, decoder=decoder, prefix_cache_mb=0,
+                      generation_threads=torch.get_num_threads())  # one thread count for the whole call
     for seed in (0, 1):
         torch.manual_seed(seed)
-        with _num_threads(policy._loop_threads(temperature)):
+        with _num_threads(policy.generation_threads):
             want = generate_reference(policy, reqs, stop_in_generate=decoder == "hf")
         torch.manual_seed(seed)
         got = policy.generate(reqs)

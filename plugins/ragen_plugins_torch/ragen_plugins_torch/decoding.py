@@ -24,14 +24,30 @@ longer entry continues them.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 import torch
 import torch.nn.functional as F
 
-__all__ = ["DecodeOutput", "PrefixStore", "StopScan", "decode", "logits_warpers"]
+__all__ = ["DecodeOutput", "PrefixStore", "StopScan", "decode", "logits_warpers", "num_threads"]
+
+
+@contextlib.contextmanager
+def num_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op thread count set to ``n`` inside the block (left alone for None or when already ``n``)."""
+    before = torch.get_num_threads()
+    if n is None or n == before:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def logits_warpers(temperature: float, top_k: int | None, top_p: float) -> list[Any]:
@@ -89,8 +105,8 @@ class DecodeOutput:
 
 
 def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, max_new_tokens: int, greedy: bool,
-           warpers: list[Any], scan: StopScan, pad_id: int, temperature: float = 1.0, in_place: bool = True
-           ) -> DecodeOutput:
+           warpers: list[Any], scan: StopScan, pad_id: int, temperature: float = 1.0, in_place: bool = True,
+           step_threads: int | None = None) -> DecodeOutput:
     """Sample up to ``max_new_tokens`` tokens per row, starting from ``last`` (``[B, 1]``: each prompt's last token)
     with ``cache`` holding the rest of the prompt (None: ``last`` is the whole prompt, ``[B, L]``) under the attention
     ``mask`` (``[B, cached + last's width]``, 0 at padding). Positions are the mask's running count, as in
@@ -106,7 +122,8 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
 
     The first step runs through the model's forward; with ``in_place`` the later ones run through
     :class:`~ragen_plugins_torch.decode_step.DecodeStep` where the model allows it (the same logits, keys and values
-    written in place into buffers sized for the call; see that module), otherwise through the forward."""
+    written in place into buffers sized for the call; see that module), otherwise through the forward.
+    ``step_threads``: torch's intra-op threads for the steps after the first (None: unchanged)."""
     rows = last.shape[0]
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)[:, -last.shape[1]:]
     feed, finished = last, torch.zeros(rows, dtype=torch.bool, device=last.device)
@@ -114,7 +131,7 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
     tokens: list[torch.Tensor] = []
     scored: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]] = []
     runner: _Forward | _InPlace = _Forward(model, mask, cache)
-    with _Noise(None if greedy else rows) as noise:
+    with _Noise(None if greedy else rows) as noise, contextlib.ExitStack() as later_steps:
         for t in range(max_new_tokens):
             step = runner.step(feed, positions)[:, -1, :].to(dtype=torch.float32, copy=True)
             scores = step
@@ -138,6 +155,8 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
             feed = nxt[:, None]
             positions = positions[:, -1:] + 1
             runner = runner.grow(max_new_tokens - t - 1, in_place)
+            if t == 0:
+                later_steps.enter_context(num_threads(step_threads))
     for i in alive:
         lengths[i] = len(tokens)
     logp = torch.zeros((rows, len(tokens)), dtype=torch.float32, device=last.device)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -12,6 +10,7 @@ import torch.nn.functional as F
 
 from ragen_core.starpo.rollout import GenerationRequest, GenerationResult
 
+from .decoding import num_threads as _num_threads
 from .losses import token_logprobs_entropy
 
 __all__ = ["MIN_COMMON_PROMPT", "HFPolicy", "common_prompt_prefix", "pad_left", "pad_right", "response_logprobs_entropy", "token_logprobs"]
@@ -51,19 +50,6 @@ def pad_left(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tenso
     return torch.tensor(ids, dtype=torch.long).view(shape), torch.tensor(mask, dtype=torch.long).view(shape)
 
 
-@contextlib.contextmanager
-def _num_threads(n: int | None) -> Iterator[None]:
-    """torch's intra-op thread count set to ``n`` inside the block (left alone for None or when already ``n``)."""
-    before = torch.get_num_threads()
-    if n is None or n == before:
-        yield
-        return
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
 
 def pad_right(rows: list[list[Any]], fill: Any, dtype: torch.dtype) -> torch.Tensor:
     """Right-padded ``[len(rows), max_len]`` tensor."""
@@ -92,10 +78,11 @@ class HFPolicy:
     :param decoder: ``"native"``, the sampling loop of :mod:`~ragen_plugins_torch.decoding` (the same tokens as
         transformers' ``generate`` from the same random state, with less work per token), or ``"hf"``: transformers'
         ``generate`` itself (no prefix store), kept as the reference the native loop is tested against.
-    :param generation_threads: torch intra-op threads while sampling on a CPU. None: torch's setting, except
-        that a model under :attr:`small_model` parameters sampling at a temperature above 0 runs its loop in one
-        thread fewer (at least one), leaving a core to the worker thread that draws the next step's sampling noise
-        (:func:`~ragen_plugins_torch.decoding.decode`). Measured on an idle 2-core machine (bench/README.md,
+    :param generation_threads: torch intra-op threads for a whole sampling call on a CPU. None: torch's setting,
+        except that the steps after the first of a model under :attr:`small_model` parameters sampling at a
+        temperature above 0 run in one thread fewer (at least one), leaving a core to the worker thread that draws
+        the next step's sampling noise (:func:`~ragen_plugins_torch.decoding.decode`); the prefills and the first
+        step, large matrix products, keep every thread. Measured on an idle 2-core machine (bench/README.md,
         session 18): the tiny model, 64 rows, 32 tokens, 0.36 s in one thread against 0.48 s in two; greedy (no
         noise) 0.30 s against 0.25 s; a random SmolLM2-135M-shaped model, 32 rows, 12 tokens: 7.8 s in one thread,
         6.5 s in two (its forward is the work, not the noise).
@@ -142,22 +129,18 @@ class HFPolicy:
             keyed.setdefault((r.max_new_tokens, r.temperature, r.top_p, r.top_k, r.stop), []).append(i)
         if self.store is not None:
             self.store.check_model(self.model)
-        for key, idx in keyed.items():
-            with _num_threads(self._loop_threads(key[1])):
+        with _num_threads(self.generation_threads if self._cpu else None):
+            for idx in keyed.values():
                 for start in range(0, len(idx), self.generation_batch):
                     chunk = idx[start:start + self.generation_batch]
                     for i, res in zip(chunk, self._generate([requests[i] for i in chunk])):
                         out[i] = res
         return [r for r in out if r is not None]
 
-    def _loop_threads(self, temperature: float) -> int | None:
-        """The intra-op threads for sampling at ``temperature`` (None: leave torch's setting; see
-        ``generation_threads``)."""
-        if not self._cpu:
-            return None
-        if self.generation_threads is not None:
-            return self.generation_threads
-        if temperature <= 0 or self.decoder != "native":
+    def step_threads(self, temperature: float) -> int | None:
+        """The intra-op threads of the native loop's steps after the first when sampling at ``temperature`` (None:
+        those of the rest of the call; see ``generation_threads``)."""
+        if not self._cpu or self.generation_threads is not None or temperature <= 0 or self.decoder != "native":
             return None
         if self._small is None:
             self._small = sum(p.numel() for p in self.model.parameters()) < self.small_model
@@ -262,7 +245,8 @@ class HFPolicy:
         warpers = [] if greedy else logits_warpers(req.temperature, req.top_k, req.top_p)
         scan = StopScan(self.tokenizer, self.tokenizer.eos_token_id, req.stop, self._pieces, len(prompts))
         out = decode(self.model, last, mask, cache, max_new_tokens=req.max_new_tokens, greedy=greedy,
-                     warpers=warpers, scan=scan, pad_id=self.pad_id, temperature=1.0 if greedy else req.temperature)
+                     warpers=warpers, scan=scan, pad_id=self.pad_id, temperature=1.0 if greedy else req.temperature,
+                     step_threads=self.step_threads(req.temperature))
         if self.store is not None:
             self._remember(prompts, out, [hits[where[p]] for p in prompts] if hits else [None] * len(prompts))
         return out.tokens, out.logprobs, out.entropies, out.lengths
