@@ -312,15 +312,35 @@ def test_codec_memo_on_the_tiny_tokenizer(tiny):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.one_of(st.text(max_size=30), st.sampled_from(
-    ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</answer>", "\n", " ", "Turn 2:\nState:\n#P_#"])),
-    max_size=8))
+    ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</answer>", "<answer", "|>", "\n", " ", " \n",
+     "Turn 2:\nState:\n#P_#"])), max_size=8))
 def test_codec_encodes_with_the_rust_backend_as_the_tokenizer_does(tiny, parts):
-    """The codec's encode goes straight to the fast tokenizer's Rust ``encode``: the same ids as the tokenizer's own
-    ``encode(text, add_special_tokens=False)`` on any text, special tokens and unicode included."""
+    """The codec's encode goes to the fast tokenizer's Rust ``encode`` piece by piece between the added tokens,
+    each piece memoised: the same ids as the tokenizer's own ``encode(text, add_special_tokens=False)`` on any text,
+    special tokens, their fragments, whitespace around them and unicode included, from a fresh memo and from a
+    filled one (the pieces of the same text, then the text again)."""
     _model, tokenizer = tiny
     codec = ChatCodec(tokenizer)
-    assert codec._backend is not None
+    assert codec._backend is not None and codec._split is not None
     text = "".join(parts)
+    want = tokenizer.encode(text, add_special_tokens=False)
+    assert codec.encode(text) == want
+    for part in parts:
+        assert codec.encode(part) == tokenizer.encode(part, add_special_tokens=False)
+    assert codec.encode(text) == want
+
+
+def test_codec_encodes_whole_texts_when_an_added_token_strips_its_neighbours(tmp_path):
+    """An added token with ``lstrip`` takes the whitespace before it: the pieces between added tokens no longer
+    encode independently, so the codec encodes whole texts (and still gives the tokenizer's ids)."""
+    from tokenizers import AddedToken
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(models.build_tiny_model(tmp_path / "m", hidden=32, intermediate=64)))
+    tokenizer.add_tokens([AddedToken("<act>", lstrip=True)])
+    codec = ChatCodec(tokenizer)
+    assert codec._backend is not None and codec._split is None
+    text = "Turn 1 <act> Left   <act>\n"
     assert codec.encode(text) == tokenizer.encode(text, add_special_tokens=False)
 
 

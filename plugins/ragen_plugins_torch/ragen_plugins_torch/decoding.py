@@ -434,14 +434,13 @@ class PrefixStore:
         ids = tokens[:, :steps - 1].cpu().numpy().astype(np.uint64) * fed
         with np.errstate(over="ignore"):
             tails = (ids * self._hash.weights[offsets]).sum(1, dtype=np.uint64)
+            hashes = (np.asarray([prompt_hash[p] for p in prompts], dtype=np.uint64) + tails).tolist()
         rows = tokens.tolist()
         for i, (p, n) in enumerate(zip(prompts, lengths)):
             if n < 1:
                 continue
             w = width + n - 1
-            with np.errstate(over="ignore"):
-                prefix_hash = int(np.uint64(prompt_hash[p]) + tails[i])
-            self._put(p + tuple(rows[i][:n - 1]), _Entry(layers, mask, i, w, w * column_bytes, prefix_hash),
+            self._put(p + tuple(rows[i][:n - 1]), _Entry(layers, mask, i, w, w * column_bytes, hashes[i]),
                       continues[i])
 
     def _put(self, key: tuple[int, ...], entry: _Entry, continues: tuple[int, ...] | None) -> None:

@@ -26,11 +26,14 @@ def common_prompt_prefix(prompts: list[tuple[int, ...]]) -> int:
     the prefill and its last token for ``generate``."""
     if len(prompts) < 2:
         return 0
-    limit = min(len(p) for p in prompts) - 2
+    from .decoding import _common_prefix
+
+    n = min(len(p) for p in prompts) - 2
     first = prompts[0]
-    n = 0
-    while n < limit and all(p[n] == first[n] for p in prompts):
-        n += 1
+    for p in prompts[1:]:  # each a halving search over slices: C comparisons, not a Python loop per token
+        n = _common_prefix(first, p, n)
+        if n < MIN_COMMON_PROMPT:
+            return 0
     return n if n >= MIN_COMMON_PROMPT else 0
 
 
