@@ -4,7 +4,7 @@ against this CPU's measured float32 matmul peak.
 
 Usage: python bench/trainer.py [--steps 3] [--threads N] [--peak-size 1024] [--json OUT] [key=value ...]
 
-``ragen train`` (the torch trainer's embedded preset: tiny model, Sokoban, 8 x 8; no warm-start, no checkpoints)
+``ragen train`` (the torch trainer's embedded preset, ``cpu_default.yaml``; no warm-start, no checkpoints)
 runs in this process for ``--steps`` steps; the run directory is ``--out``. The figures from its ``metrics.jsonl``
 are as before. For MFU, this process also records (wrappers here only, nothing in ragen is changed) the shape of
 every training-step ``generate`` call (each row's prompt and generated length) and every update's samples (length,
@@ -15,8 +15,11 @@ response tokens), and counts FLOPs from the model config:
 - output layer: 2·d·V where logits are made: generation at the last prompt position and each fed generated token;
   the update only at response tokens (the trainer's masked head);
 - generation: one forward of each row's prompt and generated tokens but the last (KV cache);
-- update: the no-grad forward for the old log-probs (1x) + forward and backward of the loss (3x) per PPO epoch
-  (+1x for a KL reference model); a critic, when there is one, is not counted.
+- update: the no-grad forward for the old log-probs (1x, unless ``trainer.old_logprobs: rollout`` takes the
+  sampler's) + forward and backward of the loss (3x) per PPO epoch (+1x for a KL reference model); a critic, when
+  there is one, is not counted. Each sample's whole sequence is counted, though the trainer runs a group's shared
+  prompt once (``grouped_logprobs``), so the update's MFU can pass 100%: it is the work a plain per-sample pass does
+  per second of the trainer's.
 
 Useful FLOPs (padding and rows that finished early are not counted) / measured time / peak = MFU. The brief
 6·N (update) and 2·N (generation) rule with N = all parameters, attention excluded, is reported alongside.
@@ -244,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     tcfg = config["trainer"]
     model, _tok = load_model_and_tokenizer(tcfg.get("model", "tiny"))
     shape = model_shape(model)
-    passes = 1 + 3 * int(tcfg.get("ppo_epochs", 1)) + (1 if tcfg.get("use_kl_loss") else 0)
+    old_pass = 1 if tcfg.get("old_logprobs", "recompute") == "recompute" else 0  # ``rollout``: the sampler's
+    passes = old_pass + 3 * int(tcfg.get("ppo_epochs", 1)) + (1 if tcfg.get("use_kl_loss") else 0)
     g_flops = generation_flops(shape, rec.generate)
     u_flops = update_flops(shape, rec.updates, micro=int(tcfg.get("micro_batch_size", 8)), passes=passes)
     n_all = shape["parameters"]
