@@ -98,6 +98,18 @@ def _pair(model: Any, tokenizer: Any) -> tuple[HFPolicy, HFPolicy]:
             HFPolicy(model, tokenizer, decoder="hf", generation_threads=threads))
 
 
+def _samples_as_generate(model: Any, tokenizer: Any, reqs: list[GenerationRequest], verdict: bool | None) -> None:
+    """Two calls (seeds 0 and 1), each sampling what ``generate`` samples from the same random state; after the
+    first, the run-time check's verdict for ``model`` is ``verdict`` (None: never checked)."""
+    native, reference = _pair(model, tokenizer)
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        got = native.generate(reqs)
+        assert verified(model) is verdict
+        torch.manual_seed(seed)
+        assert got == reference.generate(reqs)
+
+
 def _requests(tokenizer: Any, temperature: float) -> list[GenerationRequest]:
     codec = ChatCodec(tokenizer)
     texts = ["State: #P_# go", "Turn 2:\nState:\n#__P#\nYou have 3 actions left.", "x"]
@@ -112,13 +124,7 @@ def test_the_sampler_checks_the_step_once_then_uses_it(tiny, temperature):
     model, tokenizer = models.load_model_and_tokenizer(str(models.build_tiny_model(hidden=32, intermediate=64)))
     reqs = _requests(tokenizer, temperature)
     assert verified(model) is None
-    native, reference = _pair(model, tokenizer)
-    for seed in (0, 1):
-        torch.manual_seed(seed)
-        got = native.generate(reqs)
-        assert verified(model) is True
-        torch.manual_seed(seed)
-        assert got == reference.generate(reqs)
+    _samples_as_generate(model, tokenizer, reqs, True)
 
 
 def test_a_step_that_disagrees_with_the_forward_is_dropped(tiny, monkeypatch):
@@ -134,13 +140,7 @@ def test_a_step_that_disagrees_with_the_forward_is_dropped(tiny, monkeypatch):
         return real_step(self, ids, positions) + 1e-3
 
     monkeypatch.setattr(DecodeStep, "step", off_by_a_little)
-    native, reference = _pair(model, tokenizer)
-    for seed in (0, 1):
-        torch.manual_seed(seed)
-        got = native.generate(reqs)
-        assert verified(model) is False
-        torch.manual_seed(seed)
-        assert got == reference.generate(reqs)
+    _samples_as_generate(model, tokenizer, reqs, False)
     assert len(calls) == 1  # only the checked step: the second call never builds a stepper
     assert decode_step._VERIFIED[model] is False
 
@@ -158,12 +158,7 @@ def test_a_lora_model_samples_through_the_step(dtype):
             torch.nn.init.normal_(p, std=0.2)
     assert step_support(model) is None
     reqs = _requests(tokenizer, 1.0)
-    native, reference = _pair(model, tokenizer)
-    torch.manual_seed(0)
-    got = native.generate(reqs)
-    assert verified(model) is True
-    torch.manual_seed(0)
-    assert got == reference.generate(reqs)
+    _samples_as_generate(model, tokenizer, reqs, True)
 
 
 def test_a_model_outside_the_family_samples_through_its_forward(tiny):
@@ -176,12 +171,7 @@ def test_a_model_outside_the_family_samples_through_its_forward(tiny):
                                                          "attn_implementation": "eager"})).eval()
     assert "eager" in step_support(model)
     reqs = _requests(tokenizer, 1.0)
-    native, reference = _pair(model, tokenizer)
-    torch.manual_seed(0)
-    got = native.generate(reqs)
-    assert verified(model) is None
-    torch.manual_seed(0)
-    assert got == reference.generate(reqs)
+    _samples_as_generate(model, tokenizer, reqs, None)
 
 
 def test_the_later_steps_of_a_small_model_leave_the_noise_worker_a_core(tiny, monkeypatch):
