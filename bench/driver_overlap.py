@@ -86,26 +86,15 @@ def first_requests(episodes: list[Any]) -> list[Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3, help="rollout steps per driver (default 3)")
-    parser.add_argument("--warm-start-steps", type=int, default=None,
-                        help="format warm-start steps before measuring (default: the preset's)")
-    parser.add_argument("--json", default="bench/results/driver_overlap.json")
-    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. rollout.env_groups=8")
-    args = parser.parse_args(argv)
-
+def setup(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """The preset, its registries, an ``HFPolicy`` over the preset's model after its warm-start, and the codec."""
     import torch
 
-    from ragen_core.runner import group_seeds
     from ragen_core.starpo.chat import ChatCodec
-    from ragen_core.starpo.rollout import make_episodes, run_lockstep
     from ragen_plugins_torch.models import load_model_and_tokenizer
     from ragen_plugins_torch.policy import HFPolicy
     from ragen_plugins_torch.sft import demonstration_samples, warm_start
 
-    start = machine()
-    print(f"load average at start: {start['load_avg_1_5_15'][0]:.2f}; torch threads {start['torch_threads']}")
     resolved, registries = load_preset(args.overrides)
     cfg, tc, ro = resolved.config, resolved.trainer, resolved.config.rollout
     torch.manual_seed(cfg.run.seed)
@@ -119,7 +108,27 @@ def main(argv: list[str] | None = None) -> int:
                                         seed=cfg.run.seed)
         warm_start(policy, samples, steps=ws_steps, lr=tc.warm_start_lr, batch_size=tc.warm_start_batch,
                    seed=cfg.run.seed)
+    return resolved, registries, policy, codec
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3, help="rollout steps per driver (default 3)")
+    parser.add_argument("--warm-start-steps", type=int, default=None,
+                        help="format warm-start steps before measuring (default: the preset's)")
+    parser.add_argument("--json", default="bench/results/driver_overlap.json")
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. rollout.env_groups=8")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from ragen_core.runner import group_seeds
+    from ragen_core.starpo.rollout import make_episodes, run_lockstep
+
+    start = machine()
+    print(f"load average at start: {start['load_avg_1_5_15'][0]:.2f}; torch threads {start['torch_threads']}")
+    resolved, registries, policy, codec = setup(args)
+    cfg, ro = resolved.config, resolved.config.rollout
     drivers = {"lockstep": lambda eps: run_lockstep(eps, policy, env_workers=ro.env_workers),
                "two lanes": lambda eps: run_two_lanes(eps, policy, ro.group_size)}
     rows: dict[str, dict[str, float]] = {name: {"wall_s": 0.0, "turns": 0, "tokens": 0} for name in drivers}

@@ -159,15 +159,23 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
                 later_steps.enter_context(num_threads(step_threads))
     for i in alive:
         lengths[i] = len(tokens)
-    logp = torch.zeros((rows, len(tokens)), dtype=torch.float32, device=last.device)
+    logp, ent = _scores(scored, rows, last.device)
+    return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), logp, ent, lengths,
+                        runner.cache, runner.mask)
+
+
+def _scores(scored: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]], rows: int, device: Any
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each step's log-probs and entropies (:func:`_score`, for the rows it scored) as ``[rows, steps]``, 0 where a
+    row had ended."""
+    logp = torch.zeros((rows, len(scored)), dtype=torch.float32, device=device)
     ent = torch.zeros_like(logp)
     for t, (idx, chosen, h) in enumerate(scored):
         if idx is None:
             logp[:, t], ent[:, t] = chosen, h
         else:
             logp[idx, t], ent[idx, t] = chosen, h
-    return DecodeOutput(torch.stack(tokens, 1) if tokens else last.new_zeros((rows, 0)), logp, ent, lengths,
-                        runner.cache, runner.mask)
+    return logp, ent
 
 
 class _Forward:
