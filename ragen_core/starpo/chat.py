@@ -159,8 +159,7 @@ class ChatCodec:
         split = (re.compile("(" + "|".join(re.escape(c) for c in sorted(ids, key=len, reverse=True)) + ")"), ids)
         probe = " a" + "".join(f"{c} b\n{c}c{c}" for c in ids) + "\n d " + self._with_reply
         whole = list(self._backend(probe, add_special_tokens=False).ids)
-        self._split = split
-        return split if self.encode(probe) == whole else None
+        return split if self._encode_pieces(probe, split) == whole else None
 
     def render(self, messages: list[dict[str, str]], *, generation: bool) -> str:
         """The chat template's text for ``messages``."""
@@ -172,22 +171,26 @@ class ChatCodec:
         around it are about 40% of an encode's time for a ~300-character turn. Where :meth:`_splitter` allows it,
         the text is cut at the added tokens and each piece's ids are memoised: a windowed prompt repeats the system
         prompt and earlier turns, which are then encoded once."""
-        if self._split is not None:  # the text between added tokens piece by piece, each piece memoised
-            pattern, added = self._split
-            ids: list[int] = []
-            for k, piece in enumerate(pattern.split(text)):
-                if k % 2:
-                    ids.append(added[piece])
-                elif piece:
-                    known = self._pieces.get(piece)
-                    if known is None:
-                        known = array("q", self._backend(piece, add_special_tokens=False).ids)
-                        self._remember(self._pieces, piece, known)
-                    ids += known
-            return ids
+        if self._split is not None:
+            return self._encode_pieces(text, self._split)
         if self._backend is not None:
             return list(self._backend(text, add_special_tokens=False).ids)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def _encode_pieces(self, text: str, split: tuple[Any, dict[str, int]]) -> list[int]:
+        """``text``'s ids as the added tokens' ids and, between them, each piece's ids (memoised)."""
+        pattern, added = split
+        ids: list[int] = []
+        for k, piece in enumerate(pattern.split(text)):
+            if k % 2:
+                ids.append(added[piece])
+            elif piece:
+                known = self._pieces.get(piece)
+                if known is None:
+                    known = array("q", self._backend(piece, add_special_tokens=False).ids)
+                    self._remember(self._pieces, piece, known)
+                ids += known
+        return ids
 
     def prompt(self, messages: list[dict[str, str]]) -> list[int]:
         """Ids of a whole prompt ending in the generation prompt and the opening tag."""
