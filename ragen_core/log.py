@@ -42,6 +42,17 @@ class _ConsoleWriter:
         self.console.file.flush()
 
 
+class _Stderr:
+    """Standard error as it is when a line is written (a test runner, a notebook may swap ``sys.stderr`` after
+    logging was configured; the object that was current then may be closed since)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
     """Configure structlog for this process.
 
@@ -57,8 +68,7 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
 
     # without a stream the console writes to whatever sys.stderr is at the time (a test runner may swap it)
     console = Console(file=stream, soft_wrap=True) if stream is not None else Console(stderr=True, soft_wrap=True)
-    stream = stream or sys.stderr
-    tty = bool(getattr(stream, "isatty", lambda: False)())
+    tty = bool(getattr(stream or sys.stderr, "isatty", lambda: False)())
     if fmt == "auto":
         fmt = "console" if tty else "json"
     _STATE.update(console=console, live=fmt == "console" and console.is_terminal)
@@ -75,7 +85,7 @@ def configure_logging(fmt: str = "auto", level: str = "info", stream: TextIO | N
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
         logger_factory=structlog.PrintLoggerFactory(
-            file=cast(TextIO, _ConsoleWriter(console)) if fmt == "console" else stream),
+            file=cast(TextIO, _ConsoleWriter(console) if fmt == "console" else stream or _Stderr())),
         cache_logger_on_first_use=False,
     )
 

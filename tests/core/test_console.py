@@ -81,3 +81,20 @@ def test_config_summary_is_one_line() -> None:
     assert config_summary(data) == ("trainer torch (tiny, 80 steps) · envs frozenlake×8 · rollout 8×8, 3 turns · "
                                     "filter top_p · estimator gigpo")
     assert config_summary(data, trainer=False).startswith("envs frozenlake×8")
+
+
+def test_logs_without_a_stream_follow_standard_error_as_it_is_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Configured while one ``sys.stderr`` was current (a test runner's capture, closed since), later lines go to the
+    ``sys.stderr`` of the moment instead of failing on the closed file."""
+    import io
+    import json
+    import sys
+
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    configure_logging("json", "info")
+    first.close()
+    now = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", now)
+    get_logger("t").warning("still_logged", n=1)
+    assert json.loads(now.getvalue())["event"] == "still_logged"
