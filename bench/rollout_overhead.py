@@ -17,7 +17,7 @@ each step does exactly what ``TorchTrainer._rollout`` does: ``make_episodes`` + 
   log-probs and entropies from the sampled logits);
 - env: ``make_episodes`` (env construction) and every ``reset`` / ``step`` / ``state_key`` call;
 - prompt building, parsing and tokenisation: ``system_message``, ``user_message``, the chat codec's ``prompt`` and
-  ``continuation`` (template rendering + encoding), decoding the response, ``parse_response``;
+  ``continuation`` (template rendering + encoding) and ``read_response`` (decoding and parsing the answer);
 - the driver: the rest of the wall time (the core loop: generators, batching requests, bookkeeping).
 
 "Outside the model" is everything but the model (StarPO target: <= 5% of rollout wall time; issue #18's: <= 3%). The
@@ -141,12 +141,12 @@ def instrument_rollout_module(timers: Timers) -> None:
     """Prompt building and parsing functions the episode calls through ``ragen_core.starpo.rollout``'s namespace."""
     from ragen_core.starpo import rollout
 
-    for name in ("system_message", "user_message", "parse_response", "_summary"):
+    for name in ("system_message", "user_message", "_summary"):
         setattr(rollout, name, timers.exclusive("prompt", getattr(rollout, name)))
 
 
 def instrument_codec(codec: Any, timers: Timers) -> None:
-    for name in ("prompt", "continuation"):
+    for name in ("prompt", "continuation", "read_response"):
         setattr(codec, name, timers.exclusive("prompt", getattr(codec, name)))
     codec.tokenizer.decode = timers.exclusive("prompt", codec.tokenizer.decode)
 

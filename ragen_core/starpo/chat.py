@@ -107,6 +107,49 @@ def parse_response(text: str, *, think: bool = True, action_sep: str = "||", max
     return ParsedResponse(reasoning.strip(), tuple(actions[:max_actions]), tuple(dropped), True)
 
 
+#: the split patterns under which a newline followed by a non-space always ends a pre-token, and a line's trailing
+#: whitespace run pre-tokenizes alike at the end of the line alone (``\s*[\r\n]+`` takes it before any alternative
+#: that looks ahead): the Qwen2 and the Llama 3 patterns. Not GPT-2's byte-level regex: alone, a line's trailing
+#: ``" \n"`` is one pre-token (``\s+(?!\S)`` at the end of the text), in the whole text two.
+_LINE_SAFE_SPLITS = frozenset(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}" + n + r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    for n in ("", "{1,3}"))
+_LINE_END = re.compile(r"(?<=\n)(?=\S)")
+
+
+def _line_safe(backend: Any) -> bool:
+    """Whether a fast tokenizer's pipeline ends a pre-token after every newline followed by a non-space, so a text
+    encoded line by line (cut there) gives the ids of the whole: a per-character normalizer (or none), and
+    pre-tokenizers of which one is such a splitter and none adds a prefix space or joins across a newline."""
+    import json
+
+    def state(component: Any) -> Any:
+        return None if component is None else json.loads(component.__getstate__())
+
+    def splits(d: Any) -> bool | None:  # True: a safe splitter; False: harmless; None: unknown
+        kind = d.get("type")
+        if kind == "Sequence":
+            found = [splits(x) for x in d.get("pretokenizers", [])]
+            return None if None in found else any(found)
+        if kind == "ByteLevel":
+            return None if d.get("add_prefix_space") or d.get("use_regex") else False
+        if kind == "Split":
+            safe = d.get("pattern", {}).get("Regex") in _LINE_SAFE_SPLITS and d.get("behavior") == "Isolated" \
+                and not d.get("invert")
+            return True if safe else None
+        return False if kind == "Digits" else None
+
+    def per_char(d: Any) -> bool:
+        return d is None or d.get("type") in ("NFC", "NFD", "NFKC", "NFKD", "Lowercase") or (
+            d.get("type") == "Sequence" and all(per_char(x) for x in d.get("normalizers", [])))
+
+    try:
+        pre, norm = state(backend.pre_tokenizer), state(backend.normalizer)
+    except Exception:
+        return False
+    return pre is not None and splits(pre) is True and per_char(norm)
+
+
 class ChatCodec:
     """Token ids of prompts and turn deltas, from a tokenizer's chat template.
 
@@ -117,7 +160,8 @@ class ChatCodec:
 
     Both are memoised (rendering and encoding are pure functions of the messages, which the splicing already relies
     on): the members of a group share their first prompt, and equal states after equal actions give equal next user
-    turns. Each table holds at most :attr:`cache_size` entries (ids stored as 8-byte arrays) and is emptied when full.
+    turns; so is :meth:`read_response` (decoding and parsing an answer). Each table holds at most
+    :attr:`cache_size` entries (ids stored as 8-byte arrays) and is emptied when full.
     """
 
     #: the most entries of each memo table (whole prompts by messages, continuation tails by user text)
@@ -140,11 +184,15 @@ class ChatCodec:
         with contextlib.suppress(Exception):  # any doubt (no Rust encode, other ids): the tokenizer's own encode
             if list(backend(self._with_reply, add_special_tokens=False).ids) == self.encode(self._with_reply):
                 self._backend = backend
+        self._lines = False
         with contextlib.suppress(Exception):
             self._split = self._splitter()
+        with contextlib.suppress(Exception):
+            self._lines = self._lines_probe()
         self.close_ids = self.encode(self._with_reply[len(head) + 1:])
         self._prompts: dict[Any, array[int]] = {}
         self._tails: dict[str, array[int]] = {}
+        self._responses: dict[Any, tuple[str, ParsedResponse]] = {}
 
     def _splitter(self) -> tuple[Any, dict[str, int]] | None:
         """A pattern that cuts text at the tokenizer's added tokens (``<|im_start|>`` ...) and their ids, where
@@ -161,6 +209,20 @@ class ChatCodec:
         whole = list(self._backend(probe, add_special_tokens=False).ids)
         return split if self._encode_pieces(probe, split) == whole else None
 
+    def _lines_probe(self) -> bool:
+        """Whether the text between added tokens may be encoded line by line (:func:`_line_safe`), checked on a probe
+        of newlines after words, punctuation, spaces, digits and other newlines."""
+        split = self._split
+        if split is None or not _line_safe(getattr(self.tokenizer, "_tokenizer", None)):
+            return False
+        probe = "a\nb.\nC \nd\n\ne\r\nf:\n  g\n \nh 1\n2 é\n日本\n語 x,\n-y\t\nz 's\n'd " + self._with_reply
+        self._lines = True
+        try:
+            return self._encode_pieces(probe, split) == list(self._backend(probe, add_special_tokens=False).ids)
+        finally:  # the caller sets the outcome; a probe that raises leaves whole pieces
+            self._lines = False
+            self._pieces.clear()
+
     def render(self, messages: list[dict[str, str]], *, generation: bool) -> str:
         """The chat template's text for ``messages``."""
         return str(self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False))
@@ -170,7 +232,9 @@ class ChatCodec:
         (``tokenizer._tokenizer``) when it gave the tokenizer's own ids on the template's probe: the Python layers
         around it are about 40% of an encode's time for a ~300-character turn. Where :meth:`_splitter` allows it,
         the text is cut at the added tokens and each piece's ids are memoised: a windowed prompt repeats the system
-        prompt and earlier turns, which are then encoded once."""
+        prompt and earlier turns, which are then encoded once. Where :meth:`_lines_probe` allows it, a new piece is
+        encoded line by line, each line memoised: a new turn's text repeats most of its lines (the instructions, the
+        format, rows of a grid)."""
         if self._split is not None:
             return self._encode_pieces(text, self._split)
         if self._backend is not None:
@@ -187,9 +251,21 @@ class ChatCodec:
             elif piece:
                 known = self._pieces.get(piece)
                 if known is None:
-                    known = array("q", self._backend(piece, add_special_tokens=False).ids)
+                    known = self._encode_lines(piece) if self._lines else \
+                        array("q", self._backend(piece, add_special_tokens=False).ids)
                     self._remember(self._pieces, piece, known)
                 ids += known
+        return ids
+
+    def _encode_lines(self, text: str) -> array[int]:
+        """``text``'s ids as its lines' ids (cut after a newline followed by a non-space), each line memoised."""
+        ids = array("q")
+        for line in _LINE_END.split(text):
+            known = self._pieces.get(line)
+            if known is None:
+                known = array("q", self._backend(line, add_special_tokens=False).ids)
+                self._remember(self._pieces, line, known)
+            ids += known
         return ids
 
     def prompt(self, messages: list[dict[str, str]]) -> list[int]:
@@ -217,10 +293,23 @@ class ChatCodec:
             self._remember(self._tails, user, tail)
         return close + tail.tolist()
 
-    def _remember(self, table: dict[Any, array[int]], key: Any, ids: array[int]) -> None:
+    def read_response(self, ids: list[int], *, think: bool, action_sep: str, max_actions: int,
+                      valid_actions: tuple[str, ...] | None) -> tuple[str, ParsedResponse]:
+        """The text of sampled ``ids`` (special tokens kept) and :func:`parse_response` of it after the opening tag,
+        memoised by the ids and the options (the members of a group often answer alike)."""
+        key = (tuple(ids), think, action_sep, max_actions, valid_actions)
+        known = self._responses.get(key)
+        if known is None:
+            text = self.tokenizer.decode(list(ids), skip_special_tokens=False)
+            known = (text, parse_response(self.open_tag + text, think=think, action_sep=action_sep,
+                                          max_actions=max_actions, valid_actions=valid_actions))
+            self._remember(self._responses, key, known)
+        return known
+
+    def _remember(self, table: dict[Any, Any], key: Any, value: Any) -> None:
         if len(table) >= self.cache_size:
             table.clear()
-        table[key] = ids
+        table[key] = value
 
 
 class TextTokenizer:

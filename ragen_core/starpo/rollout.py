@@ -24,7 +24,7 @@ from typing import Any, Protocol, cast
 import attrs
 
 from ragen_core.data import RolloutBatch, Trajectory, Turn
-from ragen_core.starpo.chat import ChatCodec, TextTokenizer, parse_response, system_message, user_message
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer, system_message, user_message
 
 __all__ = ["EnvCall", "Episode", "GenerationRequest", "GenerationResult", "Policy", "ScriptedPolicy",
            "extra_round", "is_truncated", "make_episodes", "run_async", "run_lockstep"]
@@ -32,7 +32,12 @@ __all__ = ["EnvCall", "Episode", "GenerationRequest", "GenerationResult", "Polic
 
 @attrs.frozen
 class GenerationRequest:
-    """Sample a continuation of ``prompt_ids``; stop at a ``stop`` string, the end token or ``max_new_tokens``."""
+    """Sample a continuation of ``prompt_ids``; stop at a ``stop`` string, the end token or ``max_new_tokens``.
+
+    ``extends`` and ``extended`` are hints for a policy that keeps the caches of earlier sequences (the torch
+    policy's prefix store), never a change of what is sampled: ``extends`` is False when no earlier request's prompt
+    and response start this prompt (the policy need not look), ``extended`` is False when no later request of the
+    episode will start with this prompt and response (the policy need not keep its cache)."""
 
     prompt_ids: tuple[int, ...]
     max_new_tokens: int
@@ -41,6 +46,8 @@ class GenerationRequest:
     top_k: int = 0
     stop: tuple[str, ...] = ("</answer>",)
     episode_id: int = 0
+    extends: bool = True
+    extended: bool = True
 
 
 @attrs.frozen
@@ -126,10 +133,12 @@ class Episode:
             user = user_message(turn_no, obs, budget, max_new_tokens=cfg.max_new_tokens, think=cfg.think,
                                 previous_reward=previous_reward, previous_invalid=previous_invalid)
             turn = Turn(observation=obs, state_key=_state_key(env, obs))
-            sequence = self._place_prompt(turn, turn_no, (system, history, user), last_response, sequence, traj)
+            before, sequence = sequence, self._place_prompt(turn, turn_no, (system, history, user), last_response,
+                                                            sequence, traj)
             request = GenerationRequest(
                 prompt_ids=tuple(sequence), max_new_tokens=cfg.max_new_tokens, temperature=self.temperature,
-                top_p=cfg.top_p, top_k=cfg.top_k, episode_id=self.episode_id)
+                top_p=cfg.top_p, top_k=cfg.top_k, episode_id=self.episode_id,
+                extends=bool(before) and sequence[:len(before)] == before, extended=self._extended(turn_no, history))
             result: GenerationResult = yield request
             if result.mean_entropy is not None:
                 entropies.append(result.mean_entropy)
@@ -175,15 +184,24 @@ class Episode:
             traj.context_truncations += 1 if dropped else 0
         return [*sequence, *turn.prompt_ids] if not turn.new_segment else list(turn.prompt_ids)
 
+    def _extended(self, turn_no: int, history: list[tuple[str, str]]) -> bool:
+        """Whether the next turn's prompt may start with this turn's prompt and response: it follows in the ``full``
+        mode, and in ``limited_multi_turn`` while the window still holds every earlier turn."""
+        cfg = self.cfg
+        if turn_no >= cfg.max_turn:
+            return False
+        return bool(len(history) + 1 <= cfg.window - 1 if cfg.context_mode == "limited_multi_turn"
+                    else cfg.context_mode == "full")
+
     def _read_response(self, turn: Turn, result: GenerationResult, request: GenerationRequest, max_actions: int,
                        names: tuple[str, ...] | None) -> Any:
         """Record the model's answer on ``turn`` and parse it (at most ``max_actions`` actions)."""
         cfg = self.cfg
         turn.response_ids, turn.logprobs = list(result.token_ids), list(result.logprobs)
-        turn.response_text = self.codec.tokenizer.decode(turn.response_ids, skip_special_tokens=False)
+        turn.response_text, parsed = self.codec.read_response(turn.response_ids, think=cfg.think,
+                                                              action_sep=cfg.action_sep, max_actions=max_actions,
+                                                              valid_actions=names)
         turn.truncated = is_truncated(result, turn.response_text, request.stop)
-        parsed = parse_response(self.codec.open_tag + turn.response_text, think=cfg.think,
-                                action_sep=cfg.action_sep, max_actions=max_actions, valid_actions=names)
         turn.reasoning, turn.actions = parsed.reasoning, list(parsed.actions)
         turn.format_penalty = cfg.format_penalty if parsed.penalised else 0.0
         return parsed

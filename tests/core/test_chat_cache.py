@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragen_core.starpo.chat import ChatCodec, TextTokenizer
+from ragen_core.starpo.chat import ChatCodec, TextTokenizer, parse_response
 
 
 class CountingTokenizer(TextTokenizer):
@@ -43,24 +43,38 @@ messages_st = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["system",
                                               "content": texts}), min_size=1, max_size=4)
 
 
+answer_chars = st.sampled_from([*"ab |", "<answer>", "</answer>", "<think>", "</think>", "||", "Left", "up"])
+answers = st.lists(answer_chars, max_size=8).map(lambda parts: [ord(c) for c in "".join(parts)])
+read_options = st.fixed_dictionaries({"think": st.booleans(), "action_sep": st.sampled_from(["||", "|"]),
+                                      "max_actions": st.integers(1, 3),
+                                      "valid_actions": st.sampled_from([None, ("Left", "Up"), ("a", "b")])})
+
+
 @settings(max_examples=200, deadline=None)
 @given(calls=st.lists(st.one_of(st.tuples(st.just("prompt"), messages_st),
                                 st.tuples(st.just("continuation"), st.tuples(
-                                    st.lists(st.integers(0, 130), max_size=4), texts))), max_size=12),
+                                    st.lists(st.integers(0, 130), max_size=4), texts)),
+                                st.tuples(st.just("read"), st.tuples(answers, read_options))), max_size=12),
        think=st.booleans(), size=st.integers(1, 4))
 def test_memoised_codec_equals_rendering_afresh(calls, think, size):
     """Any sequence of calls (repeats included, tables small enough to be emptied in between) gives what rendering
-    and encoding each time gives, and a caller changing a returned list changes nothing later."""
+    and encoding (decoding and parsing, for an answer) each time gives, and a caller changing a returned list
+    changes nothing later."""
     codec = ChatCodec(TextTokenizer(), think=think)
     codec.cache_size = size
     for kind, arg in calls * 2:
+        if kind == "read":
+            ids, options = arg
+            text = codec.tokenizer.decode(ids)
+            assert codec.read_response(ids, **options) == (text, parse_response(codec.open_tag + text, **options))
+            continue
         if kind == "prompt":
             got, want = codec.prompt(arg), fresh_prompt(codec, arg)
         else:
             got, want = codec.continuation(*arg), fresh_continuation(codec, *arg)
         assert got == want
         got.append(-1)  # the caller's own list
-    assert len(codec._prompts) <= size and len(codec._tails) <= size
+    assert len(codec._prompts) <= size and len(codec._tails) <= size and len(codec._responses) <= size
 
 
 def test_memo_renders_once_per_distinct_input():

@@ -46,11 +46,13 @@ def llamas() -> list[Any]:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=FUNCTION_FIXTURE)
 @given(which=st.integers(0, 2), rows=st.integers(1, 9), width=st.integers(1, 40), padded=st.booleans(),
-       steps=st.integers(1, 6), seed=st.integers(0, 2**16), data=st.data())
+       steps=st.integers(1, 6), seed=st.integers(0, 2**16), gather=st.booleans(), data=st.data())
 def test_the_step_gives_the_forwards_logits_bit_for_bit(tiny, llamas, which, rows, width, padded, steps, seed,
-                                                        data):
+                                                        gather, data):
     """Prompts of drawn lengths (left padding, or none), then several steps of drawn tokens: every step's logits,
-    and the keys, values and mask after the last, equal the model's own forward with a growing cache exactly."""
+    and the keys, values and mask after the last, equal the model's own forward with a growing cache exactly. With
+    ``gather`` the step's rows are drawn from the prompts' cache rows (requests sharing a prompt), gathered straight
+    into its buffers, against the forward over the cache with those rows selected."""
     model = [tiny[0], *llamas][which]
     vocab = model.config.vocab_size
     gen = torch.Generator().manual_seed(seed)
@@ -60,7 +62,12 @@ def test_the_step_gives_the_forwards_logits_bit_for_bit(tiny, llamas, which, row
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
     with torch.no_grad():
         cache = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True).past_key_values
-        stepper = DecodeStep(model, cache_layers(cache), mask, width + steps)
+        index = torch.tensor(data.draw(st.lists(st.integers(0, rows - 1), min_size=1, max_size=9))) if gather else None
+        if index is not None:
+            layers = [(k.clone(), v.clone()) for k, v in cache_layers(cache)]
+            cache.batch_select_indices(index)
+            mask, positions, rows = mask[index], positions[index], len(index)
+        stepper = DecodeStep(model, layers if index is not None else cache_layers(cache), mask, width + steps, index)
         pos = positions[:, -1:]
         for _ in range(steps):
             feed, pos = torch.randint(3, vocab, (rows, 1), generator=gen), pos + 1
@@ -118,13 +125,21 @@ def _requests(tokenizer: Any, temperature: float) -> list[GenerationRequest]:
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
-def test_the_sampler_checks_the_step_once_then_uses_it(tiny, temperature):
+def test_the_sampler_checks_the_step_once_then_uses_it(tiny, temperature, monkeypatch):
     """A fresh model's first sampling call runs the check (the step then equals the forward: verified), and every
-    call samples what transformers' ``generate`` samples from the same random state."""
+    call samples what transformers' ``generate`` samples from the same random state. After the check every step
+    of a call runs in place, the first included (its prompts' shared cache rows gathered into the step's buffers),
+    and none through the forward."""
+    from ragen_plugins_torch import decoding
+
     model, tokenizer = models.load_model_and_tokenizer(str(models.build_tiny_model(hidden=32, intermediate=64)))
     reqs = _requests(tokenizer, temperature)
     assert verified(model) is None
+    through_forward = []
+    real = decoding._Forward.step
+    monkeypatch.setattr(decoding._Forward, "step", lambda self, *a: (through_forward.append(1), real(self, *a))[1])
     _samples_as_generate(model, tokenizer, reqs, True)
+    assert len(through_forward) == 2  # the first call's first step and its check, then none
 
 
 def test_a_step_that_disagrees_with_the_forward_is_dropped(tiny, monkeypatch):

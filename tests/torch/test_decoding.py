@@ -135,13 +135,72 @@ def test_full_context_turns_continue_from_the_store_and_sample_the_same(tiny, te
         assert sum(on.per_call[1:]) == sum(len(x.prompt_ids) + 1 for x in later)
 
 
+@pytest.mark.parametrize(("mode", "window"), [("full", 1), ("limited_multi_turn", 1), ("limited_multi_turn", 3),
+                                            ("single_turn", 1)])
+def test_the_episodes_hints_keep_only_caches_a_later_turn_continues(tiny, mode, window):
+    """An episode tells the policy which prompts extend an earlier turn and which turns a later one extends: in the
+    ``full`` mode every turn but the last is kept and continued; a window of one turn (the CPU preset's) and the
+    single-turn mode neither look nor keep; a wider window keeps the turns it still holds. The same tokens either
+    way, and what is kept is what a later turn uses."""
+    needs_plugin("ragen_plugins_envs", "the Sokoban env")
+    model, tokenizer = tiny
+    registries = collect_registries(build_plugin_manager())
+    got = {}
+    for mb in (0, 64):
+        config = RolloutConfig(max_turn=3, max_actions_per_turn=2, max_new_tokens=12, context_mode=mode,
+                               window=window)
+        episodes = make_episodes(registries.envs, [("sokoban", 3, {})], seeds=[7, 8, 9], group_size=2,
+                                 config=config, codec=ChatCodec(tokenizer, think=False))
+        policy = HFPolicy(model, tokenizer, prefix_cache_mb=mb)
+        requests: list[GenerationRequest] = []
+        generate = policy.generate
+        policy.generate = (  # type: ignore[method-assign]
+            lambda reqs, seen=requests, generate=generate: (seen.extend(reqs), generate(reqs))[1])
+        torch.manual_seed(4)
+        got[mb] = (run_lockstep(episodes, policy), policy, requests)
+    (plain, _, _), (stored, policy, requests) = got[0], got[64]
+    for x, y in turn_pairs(plain, stored):
+        assert x.prompt_ids == y.prompt_ids and x.response_ids == y.response_ids
+    assert policy.store is not None and any(len(t.turns) > 1 for t in stored)
+    by_episode: dict[int, list[GenerationRequest]] = {}
+    for r in requests:
+        by_episode.setdefault(r.episode_id, []).append(r)
+    for traj in stored:
+        mine = by_episode[traj.episode_id]
+        assert len(mine) == len(traj.turns)
+        for k, r in enumerate(mine):
+            before = (*mine[k - 1].prompt_ids, *traj.turns[k - 1].response_ids) if k else ()
+            assert r.extends == (bool(before) and r.prompt_ids[:len(before)] == before)
+            assert r.extended == (k + 1 < 3 and (mode == "full" or (mode == "limited_multi_turn" and k + 1 < window)))
+            if mode == "full" and k:
+                assert r.extends
+    if window == 1 and mode != "full":
+        assert policy.store.hits == policy.store.misses == len(policy.store) == 0
+    else:  # every prompt that extends a kept turn is served by the store
+        kept = {(*r.prompt_ids, *t.response_ids[:-1]) for traj in stored
+                for r, t in zip(by_episode[traj.episode_id], traj.turns) if r.extended}
+        served = [r for r in requests if r.extends and any(r.prompt_ids[:len(c)] == c for c in kept)]
+        assert policy.store.hits == len(served) and policy.store.misses == len(
+            [r for r in requests if r.extends]) - len(served)
+        assert served or mode != "full"  # (a window re-renders the answers: their ids may differ from the sampled)
+    if mode != "full":  # (a window's re-rendered answers may not extend what was kept: those entries stay)
+        return
+    ended_early = {(*r.prompt_ids, *t.response_ids[:-1]) for traj in stored if len(traj.turns) < 3
+                   for r, t in [(by_episode[traj.episode_id][-1], traj.turns[-1])] if r.extended}
+    assert set(policy.store.entries) <= ended_early  # a continued turn's entry goes with the turn that continued it
+
+
 def test_the_store_empties_when_the_weights_change(tiny):
     """After an optimiser step the stored caches are stale: the policy samples what a fresh policy samples."""
     needs_plugin("ragen_plugins_envs", "the Sokoban env")
     model, tokenizer = tiny
     snapshot = {k: v.clone() for k, v in model.state_dict().items()}
     try:
-        _, policy = rollout(model, tokenizer, 64, turns=2, seed=3)
+        policy = HFPolicy(model, tokenizer, prefix_cache_mb=64)
+        codec = ChatCodec(tokenizer, think=False)
+        base = codec.prompt([{"role": "system", "content": TEXTS[-1]}, {"role": "user", "content": TEXTS[1]}])
+        torch.manual_seed(3)
+        policy.generate([GenerationRequest(prompt_ids=tuple(base), max_new_tokens=6)] * 2)
         assert policy.store is not None and len(policy.store) > 0
         prompt = next(iter(policy.store.entries))  # continue a stored sequence
         req = GenerationRequest(prompt_ids=(*prompt, 5, 6, 7), max_new_tokens=6, temperature=0.0)

@@ -179,7 +179,7 @@ def generate_reference(policy: HFPolicy, reqs: list[GenerationRequest], stop_in_
         out.append(GenerationResult(
             token_ids=tuple(new[i, :n].tolist()), logprobs=tuple(logp[i, :n].tolist()),
             finish_reason="length" if n == new.shape[1] and n == req.max_new_tokens else "stop",
-            mean_entropy=float(ent[i, :n].mean()) if n else None))
+            mean_entropy=sum(ent[i, :n].tolist()) / n if n else None))  # (the mean in double precision)
     return out
 
 
@@ -310,24 +310,78 @@ def test_codec_memo_on_the_tiny_tokenizer(tiny):
         assert codec.continuation([5], user) == codec.close_ids + tail
 
 
+LINE_PARTS = ["\n", " ", " \n", "\n\n", "\r\n", ".\n", "\t\n", ":\n  ", "x\nY", "1\n2", "'s\n", "Turn 2:\nState:\n#P_#"]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.one_of(st.text(max_size=30), st.sampled_from(
-    ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</answer>", "<answer", "|>", "\n", " ", " \n",
-     "Turn 2:\nState:\n#P_#"])), max_size=8))
+    ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</answer>", "<answer", "|>", *LINE_PARTS])),
+    max_size=8))
 def test_codec_encodes_with_the_rust_backend_as_the_tokenizer_does(tiny, parts):
-    """The codec's encode goes to the fast tokenizer's Rust ``encode`` piece by piece between the added tokens,
-    each piece memoised: the same ids as the tokenizer's own ``encode(text, add_special_tokens=False)`` on any text,
-    special tokens, their fragments, whitespace around them and unicode included, from a fresh memo and from a
-    filled one (the pieces of the same text, then the text again)."""
+    """The codec's encode goes to the fast tokenizer's Rust ``encode`` piece by piece between the added tokens, and
+    a new piece line by line, each piece and line memoised: the same ids as the tokenizer's own ``encode(text,
+    add_special_tokens=False)`` on any text, special tokens, their fragments, whitespace and newlines around them
+    and unicode included, from a fresh memo and from a filled one (the pieces of the same text, then the text
+    again)."""
     _model, tokenizer = tiny
     codec = ChatCodec(tokenizer)
-    assert codec._backend is not None and codec._split is not None
+    assert codec._backend is not None and codec._split is not None and codec._lines
     text = "".join(parts)
     want = tokenizer.encode(text, add_special_tokens=False)
     assert codec.encode(text) == want
     for part in parts:
         assert codec.encode(part) == tokenizer.encode(part, add_special_tokens=False)
     assert codec.encode(text) == want
+
+
+def _chatml_tokenizer(pre_tokenizer: Any) -> Any:
+    """A small byte-level BPE tokenizer with ``pre_tokenizer`` and a ChatML template, trained here."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, trainers
+    from tokenizers import models as token_models
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(token_models.BPE())
+    backend.pre_tokenizer, backend.decoder = pre_tokenizer, decoders.ByteLevel()
+    corpus = ["Turn 1:\nState:\n_P_\nO_G\nYou have 3 actions left. Always output: <answer> [your answer] </answer>.",
+              "Reward:\n0.5\n\nLeft || Right\r\n 'sx 12 345 \t\n é 日本 語"] * 20
+    backend.train_from_iterator(corpus, trainers.BpeTrainer(
+        vocab_size=500, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tokenizer.chat_template = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + "
+                               "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}"
+                               "{{ '<|im_start|>assistant\n' }}{% endif %}")
+    return tokenizer
+
+
+@pytest.mark.parametrize(("kind", "lines"), [("qwen2", True), ("gpt2", False), ("prefix space", False),
+                                           ("no split", False)])
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(st.one_of(st.text(max_size=20), st.sampled_from(["<|im_end|>", *LINE_PARTS])), max_size=8))
+def test_codec_encodes_line_by_line_only_after_a_pre_tokenizer_that_cuts_there(kind, lines, parts):
+    """Qwen2's split pattern ends a pre-token after every newline followed by a non-space, and a line alone
+    pre-tokenizes as in the whole text: the codec encodes new pieces line by line. GPT-2's byte-level regex does
+    not (alone, a line's trailing " \\n" is one pre-token), nor does a pre-tokenizer that adds a prefix space to
+    each text or never splits (a whole piece is one word to BPE): whole pieces. The tokenizer's ids either way."""
+    from tokenizers import Regex, pre_tokenizers
+
+    from ragen_core.starpo.chat import _LINE_SAFE_SPLITS
+
+    qwen2 = min(_LINE_SAFE_SPLITS, key=len)  # (the other is Llama 3's: digits in threes)
+    pre = {"qwen2": pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(qwen2), behavior="isolated"),
+                                             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+           "gpt2": pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+           "prefix space": pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True),
+           "no split": pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)}[kind]
+    tokenizer = _TOKENIZERS[kind] if kind in _TOKENIZERS else _TOKENIZERS.setdefault(kind, _chatml_tokenizer(pre))
+    codec = ChatCodec(tokenizer)
+    assert codec._split is not None and codec._lines is lines
+    text = "".join(parts)
+    for _ in range(2):
+        assert codec.encode(text) == tokenizer.encode(text, add_special_tokens=False)
+
+
+_TOKENIZERS: dict[str, Any] = {}
 
 
 def test_codec_encodes_whole_texts_when_an_added_token_strips_its_neighbours(tmp_path):

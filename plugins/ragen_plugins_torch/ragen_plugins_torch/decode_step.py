@@ -94,18 +94,24 @@ class DecodeStep:
     :param layers: the cache so far, per layer ``(keys, values)`` ``[B, kv_heads, width, head_dim]``.
     :param mask: ``[B, width]``, 0 at padding.
     :param capacity: the most columns the call will reach (``width`` + the steps left).
+    :param rows: the cache row of each of the ``B`` rows (``[B]``, into ``layers``' rows: requests that share a
+        prompt share its cache row), gathered straight into the buffers; None: row ``i`` is ``layers``' row ``i``.
     """
 
     def __init__(self, model: Any, layers: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor,
-                 capacity: int) -> None:
+                 capacity: int, rows: torch.Tensor | None = None) -> None:
         self.model = base = _base(model)
-        rows, _heads, width, _dim = layers[0][0].shape
-        self.keys = [k.new_empty((rows, k.shape[1], capacity, k.shape[3])) for k, _v in layers]
-        self.values = [v.new_empty((rows, v.shape[1], capacity, v.shape[3])) for _k, v in layers]
+        batch, width = mask.shape
+        self.keys = [k.new_empty((batch, k.shape[1], capacity, k.shape[3])) for k, _v in layers]
+        self.values = [v.new_empty((batch, v.shape[1], capacity, v.shape[3])) for _k, v in layers]
         for (k, v), kb, vb in zip(layers, self.keys, self.values):
-            kb[:, :, :width] = k
-            vb[:, :, :width] = v
-        self._mask = mask.new_zeros((rows, capacity))
+            if rows is None:
+                kb[:, :, :width] = k
+                vb[:, :, :width] = v
+            else:
+                torch.index_select(k, 0, rows, out=kb[:, :, :width])
+                torch.index_select(v, 0, rows, out=vb[:, :, :width])
+        self._mask = mask.new_zeros((batch, capacity))
         self._mask[:, :width] = mask
         self._allowed = self._mask.bool()
         self.padded = not bool(mask.all())  # new columns are never padding: no padding now, none later

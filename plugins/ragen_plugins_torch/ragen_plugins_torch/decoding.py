@@ -106,7 +106,7 @@ class DecodeOutput:
 
 def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, max_new_tokens: int, greedy: bool,
            warpers: list[Any], scan: StopScan, pad_id: int, temperature: float = 1.0, in_place: bool = True,
-           step_threads: int | None = None) -> DecodeOutput:
+           step_threads: int | None = None, cache_rows: torch.Tensor | None = None) -> DecodeOutput:
     """Sample up to ``max_new_tokens`` tokens per row, starting from ``last`` (``[B, 1]``: each prompt's last token)
     with ``cache`` holding the rest of the prompt (None: ``last`` is the whole prompt, ``[B, L]``) under the attention
     ``mask`` (``[B, cached + last's width]``, 0 at padding). Positions are the mask's running count, as in
@@ -120,17 +120,18 @@ def decode(model: Any, last: torch.Tensor, mask: torch.Tensor, cache: Any, *, ma
     :class:`_Noise` makes the next step's ``q`` in a second thread while the model runs the next forward pass
     (nothing else draws from the generator meanwhile; it is drawn only once the loop knows that step will run).
 
-    The first step runs through the model's forward; with ``in_place`` the later ones run through
-    :class:`~ragen_plugins_torch.decode_step.DecodeStep` where the model allows it (the same logits, keys and values
-    written in place into buffers sized for the call; see that module), otherwise through the forward.
-    ``step_threads``: torch's intra-op threads for the steps after the first (None: unchanged)."""
-    rows = last.shape[0]
+    With ``in_place`` the steps run through :class:`~ragen_plugins_torch.decode_step.DecodeStep` where the model
+    allows it (the same logits, keys and values written in place into buffers sized for the call; see that module),
+    otherwise through the forward; until a model's first in-place step has been checked against its forward (the
+    first call), that call's first step runs through the forward and the check is made on its second.
+    ``step_threads``: torch's intra-op threads for the steps after the first (None: unchanged). ``cache_rows``:
+    the ``cache`` row each of ``last``'s rows continues (``[B]``; requests sharing a prompt share a cache row), None:
+    row for row."""
+    rows, tokens, scored = last.shape[0], [], []
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)[:, -last.shape[1]:]
     feed, finished = last, torch.zeros(rows, dtype=torch.bool, device=last.device)
     alive, lengths = list(range(rows)), [0] * rows
-    tokens: list[torch.Tensor] = []
-    scored: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]] = []
-    runner: _Forward | _InPlace = _Forward(model, mask, cache)
+    runner = _first_runner(model, mask, cache, cache_rows, max_new_tokens if in_place else 0)
     with _Noise(None if greedy else rows) as noise, contextlib.ExitStack() as later_steps:
         for t in range(max_new_tokens):
             step = runner.step(feed, positions)[:, -1, :].to(dtype=torch.float32, copy=True)
@@ -176,6 +177,23 @@ def _scores(scored: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]]
         else:
             logp[idx, t], ent[idx, t] = chosen, h
     return logp, ent
+
+
+def _first_runner(model: Any, mask: torch.Tensor, cache: Any, rows: torch.Tensor | None, steps: int
+                  ) -> _Forward | _InPlace:
+    """The runner of a call's first step: in place over buffers for ``steps`` steps (gathering ``rows`` of
+    ``cache`` straight into them) for a model whose in-place step has passed its check, else the forward over the
+    cache with its rows gathered."""
+    from .decode_step import DecodeStep, step_support, verified
+    from .forward import cache_layers
+
+    layers = cache_layers(cache) if cache is not None and steps > 0 and verified(model) is True else None
+    if layers is not None and step_support(model) is None:
+        cached = layers[0][0].shape[2]
+        return _InPlace(model, DecodeStep(model, layers, mask[:, :cached], cached + steps, rows), check=False)
+    if rows is not None and cache is not None:
+        cache.batch_select_indices(rows)
+    return _Forward(model, mask, cache)
 
 
 class _Forward:
@@ -427,11 +445,12 @@ class PrefixStore:
 
     def put_rows(self, prompts: list[tuple[int, ...]], tokens: torch.Tensor, lengths: list[int],
                  layers: list[tuple[torch.Tensor, torch.Tensor]], mask: torch.Tensor,
-                 continues: list[tuple[int, ...] | None]) -> None:
-        """Store every row of a batch: row ``i`` under ``prompts[i]`` and its first ``lengths[i] - 1`` sampled
-        ``tokens`` (the last one was never fed), its cache the first columns of ``layers`` (``[B, heads, width,
-        dim]``; the prompt's columns, then one per fed token) and of ``mask``. The keys' hashes are computed for the
-        whole batch at once (each distinct prompt's, then the tokens' terms in one array operation)."""
+                 continues: list[tuple[int, ...] | None], keep: list[bool] | None = None) -> None:
+        """Store every row of a batch (every ``keep`` row): row ``i`` under ``prompts[i]`` and its first ``lengths[i]
+        - 1`` sampled ``tokens`` (the last one was never fed), its cache the first columns of ``layers`` (``[B,
+        heads, width, dim]``; the prompt's columns, then one per fed token) and of ``mask``. The keys' hashes are
+        computed for the whole batch at once (each distinct prompt's, then the tokens' terms in one array
+        operation)."""
         np = self._hash.np
         steps = tokens.shape[1]
         width = mask.shape[1] - steps + 1  # the prompt's columns
@@ -446,6 +465,11 @@ class PrefixStore:
             hashes = (np.asarray([prompt_hash[p] for p in prompts], dtype=np.uint64) + tails).tolist()
         rows = tokens.tolist()
         for i, (p, n) in enumerate(zip(prompts, lengths)):
+            if keep is not None and not keep[i]:  # not stored; the entry it continued serves nothing more either
+                old = continues[i]
+                if old is not None and old in self.entries:
+                    self._drop(old)
+                continue
             if n < 1:
                 continue
             w = width + n - 1

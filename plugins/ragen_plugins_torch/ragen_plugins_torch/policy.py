@@ -161,15 +161,14 @@ class HFPolicy:
             if was_training:
                 self.model.train()
         req = reqs[0]
-        rows = new.tolist()
-        logp_rows = logp.tolist()
+        rows, logp_rows, ent_rows = new.tolist(), logp.tolist(), ent.tolist()  # three conversions, not 3 per row
         results = []
         for i, n in enumerate(lengths):
             self.generated_tokens += n
             results.append(GenerationResult(
                 token_ids=tuple(rows[i][:n]), logprobs=tuple(logp_rows[i][:n]),
                 finish_reason="length" if n == new.shape[1] and n == req.max_new_tokens else "stop",
-                mean_entropy=float(ent[i, :n].mean()) if n else None))
+                mean_entropy=sum(ent_rows[i][:n]) / n if n else None))
         return results
 
     def _prompt_batch(self, distinct: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -228,7 +227,9 @@ class HFPolicy:
         prompts = [tuple(r.prompt_ids) for r in reqs]
         distinct = list(dict.fromkeys(prompts))
         few = len(distinct) <= PrefixStore.scan_prompts
-        hits = [self.store.lookup(p, few) for p in distinct] if self.store is not None else []
+        extends = {p for p, r in zip(prompts, reqs) if r.extends}  # the others start no stored sequence
+        hits = [self.store.lookup(p, few) if p in extends else None for p in distinct] \
+            if self.store is not None and extends else []
         if any(hits):
             last, mask, cache = self._from_store(distinct, hits)
         else:
@@ -240,18 +241,18 @@ class HFPolicy:
             last = ids[:, -1:] if cache is not None else ids
         where = {p: i for i, p in enumerate(distinct)}
         rows_of = torch.tensor([where[p] for p in prompts], device=self.device)
-        if len(distinct) < len(prompts):
+        shared = len(distinct) < len(prompts)
+        if shared:  # the cache's rows are gathered by the sampler, straight into its buffers where it can
             last, mask = last[rows_of], mask[rows_of]
-            if cache is not None:
-                cache.batch_select_indices(rows_of)
         greedy = req.temperature <= 0
         warpers = [] if greedy else logits_warpers(req.temperature, req.top_k, req.top_p)
         scan = StopScan(self.tokenizer, self.tokenizer.eos_token_id, req.stop, self._pieces, len(prompts))
         out = decode(self.model, last, mask, cache, max_new_tokens=req.max_new_tokens, greedy=greedy,
                      warpers=warpers, scan=scan, pad_id=self.pad_id, temperature=1.0 if greedy else req.temperature,
-                     step_threads=self.step_threads(req.temperature))
-        if self.store is not None:
-            self._remember(prompts, out, [hits[where[p]] for p in prompts] if hits else [None] * len(prompts))
+                     step_threads=self.step_threads(req.temperature), cache_rows=rows_of if shared else None)
+        if self.store is not None and (any(hits) or any(r.extended for r in reqs)):
+            self._remember(prompts, out, [hits[where[p]] for p in prompts] if hits else [None] * len(prompts),
+                           [r.extended for r in reqs])
         return out.tokens, out.logprobs, out.entropies, out.lengths
 
     def _from_store(self, distinct: list[tuple[int, ...]], hits: list[Any]
@@ -291,15 +292,16 @@ class HFPolicy:
                        past_key_values=cache, use_cache=True, logits_to_keep=1)
         return ids[:, -1:], mask, cache
 
-    def _remember(self, prompts: list[tuple[int, ...]], out: Any, hits: list[Any]) -> None:
-        """Store each row's cache under its prompt and all but its last sampled token."""
+    def _remember(self, prompts: list[tuple[int, ...]], out: Any, hits: list[Any], keep: list[bool]) -> None:
+        """Store each ``keep`` row's cache under its prompt and all but its last sampled token."""
         from .forward import cache_layers
 
         assert self.store is not None
         layers = cache_layers(out.cache)
         if layers is None:
             return
-        self.store.put_rows(prompts, out.tokens, out.lengths, layers, out.mask, [h[0] if h else None for h in hits])
+        self.store.put_rows(prompts, out.tokens, out.lengths, layers, out.mask, [h[0] if h else None for h in hits],
+                            keep)
 
     def _prefill(self, ids: torch.Tensor, mask: torch.Tensor, root: int = 0) -> Any:
         """The key/value cache of every padded prompt but its last token (``generate`` runs that one), at the
