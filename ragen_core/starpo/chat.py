@@ -128,9 +128,10 @@ def _line_safe(backend: Any) -> bool:
 
     def splits(d: Any) -> bool | None:  # True: a safe splitter; False: harmless; None: unknown
         kind = d.get("type")
-        if kind == "Sequence":
-            found = [splits(x) for x in d.get("pretokenizers", [])]
-            return None if None in found else any(found)
+        if kind == "Sequence":  # (a split after the byte-level mapping would see its symbols, not newlines)
+            found, kinds = [splits(x) for x in d.get("pretokenizers", [])], [x.get("type") for x in d["pretokenizers"]]
+            late = "ByteLevel" in kinds and "Split" in kinds[kinds.index("ByteLevel"):]
+            return None if None in found or late else any(found)
         if kind == "ByteLevel":
             return None if d.get("add_prefix_space") or d.get("use_regex") else False
         if kind == "Split":

@@ -384,6 +384,28 @@ def test_codec_encodes_line_by_line_only_after_a_pre_tokenizer_that_cuts_there(k
 _TOKENIZERS: dict[str, Any] = {}
 
 
+def test_line_safety_needs_a_known_split_before_the_byte_mapping():
+    """A known split pattern cuts at newlines only where it sees them: before the byte-level mapping (after it, a
+    newline is the symbol ``Ċ``). Unknown pre-tokenizers (Metaspace, an unknown pattern) and per-word normalizers
+    are refused."""
+    from tokenizers import Regex, normalizers, pre_tokenizers
+
+    from ragen_core.starpo.chat import _LINE_SAFE_SPLITS, _line_safe
+
+    class Backend:
+        def __init__(self, pre: Any, norm: Any = None) -> None:
+            self.pre_tokenizer, self.normalizer = pre, norm
+
+    split = pre_tokenizers.Split(Regex(min(_LINE_SAFE_SPLITS, key=len)), behavior="isolated")
+    mapping = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    assert _line_safe(Backend(pre_tokenizers.Sequence([split, mapping]), normalizers.NFC()))
+    assert _line_safe(Backend(pre_tokenizers.Sequence([pre_tokenizers.Digits(True), split, mapping])))
+    assert not _line_safe(Backend(pre_tokenizers.Sequence([mapping, split])))
+    assert not _line_safe(Backend(pre_tokenizers.Metaspace()))
+    assert not _line_safe(Backend(pre_tokenizers.Split(Regex(r"\s+"), behavior="isolated")))
+    assert not _line_safe(Backend(pre_tokenizers.Sequence([split, mapping]), normalizers.Strip()))
+
+
 def test_codec_encodes_whole_texts_when_an_added_token_strips_its_neighbours(tmp_path):
     """An added token with ``lstrip`` takes the whitespace before it: the pieces between added tokens no longer
     encode independently, so the codec encodes whole texts (and still gives the tokenizer's ids)."""
